@@ -1,0 +1,215 @@
+"""The resolved configuration: what a spec means once every reference,
+`extends`, override, variable and matrix cell has been worked out.
+
+These are the objects every later layer (graph, plan, engine, engines, bench)
+works from. They hold plain values only (str, int, float, bool, tuples, and
+`Mapping`s frozen as sorted tuples of pairs) so that `canonical()` gives the
+same bytes on every machine: step identities are hashes of it.
+
+Spans (where in which file a thing was declared) ride along with `eq=False`
+so that two configurations compare by meaning, not by layout.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from specdsl.diag import Span
+
+Pairs = tuple[tuple[str, Any], ...]
+
+
+def pairs(mapping: dict[str, Any] | Pairs | None) -> Pairs:
+    """A mapping frozen as a tuple of (key, value) pairs sorted by key."""
+    if not mapping:
+        return ()
+    items = mapping.items() if isinstance(mapping, dict) else mapping
+    return tuple(sorted((str(k), _freeze(v)) for k, v in items))
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return pairs(value)
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def canonical(obj: Any) -> Any:
+    """A JSON-ready canonical form of a config object (spans left out)."""
+    if attrs.has(type(obj)):
+        out = {"__kind__": type(obj).__name__}
+        for field in attrs.fields(type(obj)):
+            if field.eq is False:
+                continue
+            out[field.name] = canonical(getattr(obj, field.name))
+        return out
+    if isinstance(obj, tuple):
+        return [canonical(v) for v in obj]
+    if isinstance(obj, float) and obj.is_integer():
+        return obj  # keep 1.0 distinct from 1 in JSON, it is what the user wrote
+    return obj
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(canonical(obj), sort_keys=True, separators=(",", ":"))
+
+
+@attrs.frozen
+class Host:
+    """Where things run. `ssh` None means this machine."""
+
+    name: str
+    ssh: str | None = None
+    gpus: int = 0
+    workdir: str | None = None
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class Stack:
+    """A software stack: one isolated Python environment.
+
+    `python` is a version ("3.11"), "system" (the interpreter specdsl runs
+    under) or a path to an interpreter. `exclude` names dependencies that must
+    not be installed (uv: an override with an impossible marker).
+    `installer` is "uv" (default) or "pip".
+    """
+
+    name: str
+    python: str = "3.11"
+    cuda: str | None = None
+    packages: tuple[str, ...] = ()
+    index: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    overrides: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    env: Pairs = ()
+    installer: str = "uv"
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class Server:
+    """A server configuration.
+
+    `engine` is one of "sglang", "vllm", "transformers", "command". `args`
+    are the engine's flags without leading dashes, in the order written
+    (values: str, int, float, bool; True means a bare flag, False leaves it
+    out). For the "command" engine `command` is the argv with `{host}`,
+    `{port}`, `{model}` placeholders and `ready_url` a path or URL to poll.
+    `ready_timeout` is seconds.
+    """
+
+    name: str
+    engine: str
+    model: str
+    args: Pairs = ()
+    env: Pairs = ()
+    port: int | None = None
+    ready_timeout: float = 600.0
+    keep_running: bool = False
+    command: tuple[str, ...] = ()
+    ready_url: str | None = None
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class MetricRule:
+    """How a metric is read from a user's benchmark script output:
+    `regex` (first group, last match) or `json` (a dotted field of the last
+    JSON object printed)."""
+
+    name: str
+    regex: str | None = None
+    json: str | None = None
+
+
+@attrs.frozen
+class Workload:
+    """A benchmark.
+
+    Built-in load generator when `command` is empty; otherwise the user's own
+    script, run `runs` times, metrics read with `metrics` rules.
+    Durations are seconds. `rate` None means closed loop at `concurrency`.
+    """
+
+    name: str
+    dataset: str = "random"
+    input_len: int = 1024
+    output_len: int = 128
+    requests: int = 64
+    concurrency: int = 1
+    rate: float | None = None
+    burstiness: float = 1.0
+    runs: int = 1
+    warmup: int = 1
+    cooldown: float = 0.0
+    timeout: float = 600.0
+    seed: int = 0
+    endpoint: str = "completions"
+    ignore_eos: bool | None = None
+    command: tuple[str, ...] = ()
+    metrics: tuple[MetricRule, ...] = ()
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class Assertion:
+    """`assert "name" { expr }`; `expr` is a model.ast expression node."""
+
+    name: str
+    expr: Any
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class BaselineRef:
+    """The baseline an experiment compares against: another experiment (cell)
+    of the same spec, or the promoted baseline of a track in state."""
+
+    kind: str  # "experiment" | "track"
+    name: str
+
+
+@attrs.frozen
+class Experiment:
+    """One cell: a host, a stack, a server and a workload, plus checks.
+
+    `name` is the cell address: `upgrade`, or `backends[backend=flashinfer]`
+    for a matrix cell (`matrix` then holds that cell's values).
+    """
+
+    name: str
+    host: Host
+    stack: Stack
+    server: Server
+    workload: Workload
+    baseline: BaselineRef | None = None
+    asserts: tuple[Assertion, ...] = ()
+    promote: str | None = None
+    matrix: Pairs = ()
+    group: str = ""  # the experiment block the cell came from
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
+class Config:
+    """A whole resolved spec: experiments (matrix cells expanded) in
+    declaration order, and the named blocks they were made from."""
+
+    experiments: tuple[Experiment, ...] = ()
+    hosts: tuple[Host, ...] = ()
+    stacks: tuple[Stack, ...] = ()
+    servers: tuple[Server, ...] = ()
+    workloads: tuple[Workload, ...] = ()
+    variables: Pairs = ()
+
+    def experiment(self, name: str) -> Experiment | None:
+        for exp in self.experiments:
+            if exp.name == name:
+                return exp
+        return None
