@@ -1,1 +1,29 @@
-"""state."""
+"""The state layer: what exists and what has run, recorded in a state folder.
+
+`.specdsl/state.toml` (serial, lineage, environments, servers, runs, results,
+baselines, promotions) is read by format version and written atomically with
+a backup, under a lock file that stops two writers. See docs/state.md.
+
+This layer does I/O on the state folder only. It imports nothing from
+specdsl but `specdsl.diag`; plan, engine and cli import it, never the
+reverse.
+"""
+
+from specdsl.state.codec import READERS, decode_state, encode_state
+from specdsl.state.errors import LockError, StaleLockWarning, StateConflict, StateError
+from specdsl.state.lock import LockInfo, force_unlock, locked, read_lock
+from specdsl.state.model import (
+    FORMAT_VERSION, Baseline, Environment, Promotion, RunRecord, ServerRecord, State,
+    new_run_id, utc_now,
+)
+from specdsl.state.statefile import (
+    atomic_write, backup_path, load_state, run_folder, state_dir_for, state_path, write_state,
+)
+
+__all__ = [
+    "FORMAT_VERSION", "READERS", "Baseline", "Environment", "LockError", "LockInfo", "Promotion",
+    "RunRecord", "ServerRecord", "StaleLockWarning", "State", "StateConflict", "StateError",
+    "atomic_write", "backup_path", "decode_state", "encode_state", "force_unlock", "load_state",
+    "locked", "new_run_id", "read_lock", "run_folder", "state_dir_for", "state_path", "utc_now",
+    "write_state",
+]

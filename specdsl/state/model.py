@@ -1,0 +1,289 @@
+"""The State model: frozen records of what exists and what has run.
+
+Plain values only (str, int, float, bool, tuples, and mappings frozen as
+tuples of (key, value) pairs sorted by key), so a State compares by value and
+round-trips through TOML exactly. `None` is never stored: TOML cannot hold it,
+so optional fields are omitted on disk and `effective` drops None entries when
+built (see `freeze_value`).
+
+Changes go through the `with_*` methods, which return new States and keep the
+invariants the reader checks (`State.problems`): unique keys, every result and
+baseline points at a completed run. They never touch `serial` or `lineage`:
+`write_state` bumps the serial, the lineage is fixed by `State.new`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import uuid
+from typing import Any
+
+import attrs
+
+FORMAT_VERSION = 1
+STATUSES = ("completed", "failed", "skipped")
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+Pairs = tuple[tuple[str, Any], ...]
+
+
+def utc_now() -> str:
+    """The time now, UTC, ISO 8601 to the second: `2026-03-01T12:00:00Z`."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id(time: str | None = None) -> str:
+    """A run id that sorts by time and is safe as a folder name:
+    `20260301T120000Z-1a2b3c4d`."""
+    stamp = (time or utc_now()).replace("-", "").replace(":", "")
+    return f"{stamp}-{uuid.uuid4().hex[:8]}"
+
+
+def freeze_value(value: Any) -> Any:
+    """A config value frozen: dicts become sorted pairs, lists tuples, and
+    None entries of a mapping are dropped (TOML cannot hold None)."""
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), freeze_value(v)) for k, v in value.items() if v is not None))
+    if isinstance(value, list):
+        return tuple(freeze_value(v) for v in value)
+    return value
+
+
+def _pairs(value: Any) -> Pairs:
+    """Converter for mapping fields: a dict or pairs, frozen and sorted."""
+    if not value:
+        return ()
+    if isinstance(value, dict):
+        return freeze_value(value)
+    return freeze_value(dict(value))
+
+
+def _str_pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(v)) for k, v in _pairs(value))
+
+
+def _float_pairs(value: Any) -> tuple[tuple[str, float], ...]:
+    return tuple((k, float(v)) for k, v in _pairs(value))
+
+
+@attrs.frozen
+class Environment:
+    """A provisioned Python environment on a host. `identity` is the
+    provision step's hash; `packages` the resolved name -> version;
+    `torch` torch/CUDA/NCCL versions as seen from inside it."""
+
+    identity: str
+    host: str
+    path: str
+    python: str
+    python_version: str
+    packages: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_str_pairs)
+    torch: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_str_pairs)
+    created: str = ""
+
+
+@attrs.frozen
+class ServerRecord:
+    """A running server. `addr` is its launch step (`launch.kimi`),
+    `identity` that step's hash; `pgid` its process group (what teardown
+    signals); `effective` the configuration it reports running with."""
+
+    identity: str
+    addr: str
+    host: str
+    pid: int
+    pgid: int
+    port: int
+    base_url: str
+    log: str = ""
+    started: str = ""
+    effective: Pairs = attrs.field(default=(), converter=_pairs)
+
+
+@attrs.frozen
+class RunRecord:
+    """One execution of a step. `step` is its address (`benchmark.upgrade`),
+    `identity` its content hash, `folder` the run folder relative to the
+    state folder; `metrics` medians across repetitions; `reason` why it
+    failed or was skipped."""
+
+    id: str
+    step: str
+    identity: str
+    experiment: str
+    status: str = attrs.field(validator=attrs.validators.in_(STATUSES))
+    started: str
+    finished: str = ""
+    folder: str = ""
+    metrics: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_float_pairs)
+    effective: Pairs = attrs.field(default=(), converter=_pairs)
+    reason: str = ""
+
+    def metric(self, name: str) -> float | None:
+        return dict(self.metrics).get(name)
+
+
+@attrs.frozen
+class Baseline:
+    """The run a track currently compares against."""
+
+    track: str
+    run: str
+    experiment: str
+    promoted: str
+
+
+@attrs.frozen
+class Promotion:
+    """Audit record: at `time`, `run` of `experiment` became the baseline of
+    `track` after `checks` passed, replacing run `previous` (None: first)."""
+
+    track: str
+    run: str
+    experiment: str
+    checks: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    previous: str | None = None
+    time: str = ""
+
+
+def _replace(items: tuple, key, item, sort_key=None) -> tuple:
+    kept = [x for x in items if key(x) != key(item)] + [item]
+    return tuple(sorted(kept, key=sort_key)) if sort_key else tuple(kept)
+
+
+@attrs.frozen
+class State:
+    """Everything recorded about one state folder.
+
+    `results` maps a step identity to the id of the run holding its
+    completed result. `runs` and `promotions` are kept in the order they
+    happened; the other collections are sorted by their key.
+    """
+
+    format_version: int
+    lineage: str
+    serial: int
+    environments: tuple[Environment, ...] = ()
+    servers: tuple[ServerRecord, ...] = ()
+    runs: tuple[RunRecord, ...] = ()
+    results: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_str_pairs)
+    baselines: tuple[Baseline, ...] = ()
+    promotions: tuple[Promotion, ...] = ()
+
+    @classmethod
+    def new(cls) -> "State":
+        """A fresh state: new lineage, serial 0, nothing recorded."""
+        return cls(format_version=FORMAT_VERSION, lineage=str(uuid.uuid4()), serial=0)
+
+    # -- lookups -------------------------------------------------------
+    def environment(self, identity: str) -> Environment | None:
+        return next((e for e in self.environments if e.identity == identity), None)
+
+    def server(self, identity: str) -> ServerRecord | None:
+        return next((s for s in self.servers if s.identity == identity), None)
+
+    def servers_at(self, addr: str) -> tuple[ServerRecord, ...]:
+        return tuple(s for s in self.servers if s.addr == addr)
+
+    def run(self, run_id: str) -> RunRecord | None:
+        return next((r for r in self.runs if r.id == run_id), None)
+
+    def runs_of(self, step: str) -> tuple[RunRecord, ...]:
+        """Runs of the step at address `step`, oldest first."""
+        return tuple(r for r in self.runs if r.step == step)
+
+    def result(self, identity: str) -> RunRecord | None:
+        """The completed run recorded as the result of step `identity`."""
+        run_id = dict(self.results).get(identity)
+        return self.run(run_id) if run_id is not None else None
+
+    def baseline(self, track: str) -> Baseline | None:
+        return next((b for b in self.baselines if b.track == track), None)
+
+    def promotions_of(self, track: str) -> tuple[Promotion, ...]:
+        return tuple(p for p in self.promotions if p.track == track)
+
+    # -- changes (each returns a new State) -----------------------------
+    def with_environment(self, env: Environment) -> "State":
+        """Record `env`, replacing one of the same identity."""
+        envs = _replace(self.environments, lambda e: e.identity, env, lambda e: e.identity)
+        return attrs.evolve(self, environments=envs)
+
+    def without_environment(self, identity: str) -> "State":
+        return attrs.evolve(self, environments=tuple(e for e in self.environments if e.identity != identity))
+
+    def with_server(self, server: ServerRecord) -> "State":
+        """Record `server`, replacing one of the same identity."""
+        servers = _replace(self.servers, lambda s: s.identity, server, lambda s: (s.addr, s.identity))
+        return attrs.evolve(self, servers=servers)
+
+    def without_server(self, identity: str) -> "State":
+        return attrs.evolve(self, servers=tuple(s for s in self.servers if s.identity != identity))
+
+    def with_run(self, run: RunRecord) -> "State":
+        """Append `run` (replacing one with the same id in place). A completed
+        run becomes the result of its step identity; a failed or skipped run
+        leaves an earlier result in place."""
+        if self.run(run.id) is not None:
+            runs = tuple(run if r.id == run.id else r for r in self.runs)
+        else:
+            runs = self.runs + (run,)
+        results = dict(self.results)
+        if run.status == "completed":
+            results[run.identity] = run.id
+        elif results.get(run.identity) == run.id:
+            del results[run.identity]
+        return attrs.evolve(self, runs=runs, results=results)
+
+    def without_result(self, identity: str) -> "State":
+        """Forget the result of step `identity` (the runs stay as history)."""
+        return attrs.evolve(self, results={k: v for k, v in self.results if k != identity})
+
+    def with_promotion(
+        self, track: str, run_id: str, checks: tuple[str, ...] | list[str], time: str | None = None
+    ) -> "State":
+        """Make completed run `run_id` the baseline of `track` and append the
+        audit record. ValueError (a caller bug) if the run is not a
+        completed run of this state."""
+        run = self.run(run_id)
+        if run is None or run.status != "completed":
+            raise ValueError(f"cannot promote {run_id!r}: not a completed run in this state")
+        time = time or utc_now()
+        old = self.baseline(track)
+        baseline = Baseline(track=track, run=run_id, experiment=run.experiment, promoted=time)
+        promotion = Promotion(
+            track=track, run=run_id, experiment=run.experiment, checks=tuple(checks),
+            previous=old.run if old else None, time=time,
+        )
+        baselines = _replace(self.baselines, lambda b: b.track, baseline, lambda b: b.track)
+        return attrs.evolve(self, baselines=baselines, promotions=self.promotions + (promotion,))
+
+    # -- invariants ----------------------------------------------------
+    def problems(self) -> list[tuple[str, str]]:
+        """(key path, what is wrong) for each broken invariant; [] when sound."""
+        out: list[tuple[str, str]] = []
+
+        def dupes(name: str, items: tuple, key) -> None:
+            seen: set = set()
+            for i, item in enumerate(items):
+                k = key(item)
+                if k in seen:
+                    out.append((f"{name}[{i}]", f"duplicate {k!r}"))
+                seen.add(k)
+
+        dupes("environments", self.environments, lambda e: e.identity)
+        dupes("servers", self.servers, lambda s: s.identity)
+        dupes("runs", self.runs, lambda r: r.id)
+        dupes("baselines", self.baselines, lambda b: b.track)
+        for i, run in enumerate(self.runs):
+            if not RUN_ID_RE.match(run.id):
+                out.append((f"runs[{i}].id", f"{run.id!r} is not a valid run id (letters, digits, . _ -)"))
+        completed = {r.id for r in self.runs if r.status == "completed"}
+        for identity, run_id in self.results:
+            if run_id not in completed:
+                out.append((f"results.{identity}", f"run {run_id!r} is not a completed run in this state"))
+        for i, b in enumerate(self.baselines):
+            if b.run not in completed:
+                out.append((f"baselines[{i}].run", f"run {b.run!r} is not a completed run in this state"))
+        return out
