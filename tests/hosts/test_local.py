@@ -1,0 +1,150 @@
+"""LocalHost against real subprocesses and real sockets."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import threading
+import time
+
+import pytest
+
+from specdsl.hosts import Cancelled, Host, HostError, LocalHost
+from specdsl.hosts.http import session
+
+PY = sys.executable
+
+
+@pytest.fixture
+def host():
+    return LocalHost()
+
+
+def test_local_host_implements_protocol(host):
+    assert isinstance(host, Host)
+
+
+def test_run_logs_output_env_cwd_and_status(host, tmp_path):
+    log = tmp_path / "run.log"
+    code = "import os,sys; print('out', os.environ['SPX'], os.getcwd()); print('err', file=sys.stderr); sys.exit(3)"
+    result = host.run([PY, "-c", code], log_path=log, timeout=30, env={"SPX": "v1"}, cwd=tmp_path)
+    assert result.returncode == 3
+    assert not result.ok and not result.timed_out
+    text = log.read_text()
+    assert text.startswith("$ ")  # the exact command heads its output
+    assert f"out v1 {tmp_path}" in text
+    assert "err" in text
+    assert "exit 3" in result.tail
+
+
+def test_run_env_none_removes_variable(host, tmp_path):
+    os.environ["SPECDSL_TEST_UNSET"] = "x"
+    try:
+        code = "import os; print('has', 'SPECDSL_TEST_UNSET' in os.environ)"
+        result = host.run([PY, "-c", code], log_path=tmp_path / "l", timeout=30, env={"SPECDSL_TEST_UNSET": None})
+    finally:
+        del os.environ["SPECDSL_TEST_UNSET"]
+    assert result.ok
+    assert "has False" in result.tail
+
+
+def test_run_timeout_kills_the_whole_group(host, tmp_path):
+    # The child forks a grandchild that also sleeps: both must be gone.
+    code = "import subprocess,sys,time; subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); time.sleep(60)"
+    started = time.monotonic()
+    result = host.run([PY, "-c", code], log_path=tmp_path / "l", timeout=1.5)
+    assert result.timed_out and not result.ok
+    assert time.monotonic() - started < 15
+    assert "timed out" in result.tail
+
+
+def test_run_cancelled_by_stop_event(host, tmp_path):
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    with pytest.raises(Cancelled):
+        host.run([PY, "-c", "import time; time.sleep(60)"], log_path=tmp_path / "l", timeout=60, stop=stop)
+
+
+def test_run_missing_program_is_a_host_error(host, tmp_path):
+    with pytest.raises(HostError, match="no-such-program"):
+        host.run(["/nonexistent/no-such-program"], log_path=tmp_path / "l", timeout=5)
+
+
+def test_start_alive_stop_confirms_group_gone(host, tmp_path):
+    code = "import subprocess,sys,time; subprocess.Popen([sys.executable,'-c','import time; time.sleep(60)']); print('up', flush=True); time.sleep(60)"
+    handle = host.start([PY, "-c", code], log_path=tmp_path / "srv.log")
+    try:
+        assert handle.pgid == handle.pid != os.getpgid(0)
+        deadline = time.monotonic() + 10
+        while len(host.group_pids(handle.pgid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(host.group_pids(handle.pgid)) == 2
+        assert host.alive(handle)
+    finally:
+        host.stop(handle, grace_s=5)
+    assert not host.alive(handle)
+    assert host.group_pids(handle.pgid) == []
+    assert "up" in (tmp_path / "srv.log").read_text()
+
+
+def test_stop_kills_a_process_that_ignores_term(host, tmp_path):
+    code = "import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(60)"
+    handle = host.start([PY, "-c", code], log_path=tmp_path / "l")
+    try:
+        deadline = time.monotonic() + 10
+        while "ready" not in host.tail(tmp_path / "l") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        started = time.monotonic()
+        host.stop(handle, grace_s=0.5)
+        assert time.monotonic() - started < 5
+    finally:
+        host.stop(handle, grace_s=0)
+    assert host.group_pids(handle.pgid) == []
+
+
+def test_alive_false_after_exit_and_stop_is_idempotent(host, tmp_path):
+    handle = host.start([PY, "-c", "pass"], log_path=tmp_path / "l")
+    deadline = time.monotonic() + 10
+    while host.alive(handle) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not host.alive(handle)
+    host.stop(handle)  # nothing left: no error
+
+
+def test_stop_refuses_our_own_group(host, tmp_path):
+    from specdsl.hosts import ProcessHandle
+
+    with pytest.raises(HostError, match="refusing"):
+        host.stop(ProcessHandle(os.getpid(), os.getpgid(0), ("x",), str(tmp_path / "l")))
+
+
+def test_free_port_and_busy_port(host):
+    port = host.free_port()
+    assert host.port_free(port)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+        sock.listen()
+        assert not host.port_free(port)
+
+
+def test_tail_of_missing_file_is_empty(host, tmp_path):
+    assert host.tail(tmp_path / "none") == ""
+    (tmp_path / "f").write_text("".join(f"line {i}\n" for i in range(100)))
+    assert host.tail(tmp_path / "f", 3) == "line 97\nline 98\nline 99"
+
+
+def test_http_session_always_has_a_timeout(host, tmp_path):
+    # A real server that accepts and never answers: the default timeout fires.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        import requests
+
+        started = time.monotonic()
+        with pytest.raises(requests.exceptions.ReadTimeout):
+            session(timeout=0.5).get(f"http://127.0.0.1:{port}/")
+        assert time.monotonic() - started < 5
+        with pytest.raises(ValueError, match="timeout"):
+            session().get(f"http://127.0.0.1:{port}/", timeout=None)
