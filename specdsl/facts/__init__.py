@@ -1,1 +1,136 @@
-"""facts."""
+"""Facts about the servers specdsl drives: flag tables and log patterns read
+from the servers' own sources (copied from the project's shared facts).
+
+Pure data loading; imports nothing else from specdsl. Used by validation
+(engine arguments) and by the engine adapters (argv, log scanning).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import importlib.resources
+import re
+
+import attrs
+
+ENGINES = ("sglang", "vllm", "transformers", "command")
+_FLAG_FILES = {"sglang": "sglang-v0.5.9-server-args.tsv", "vllm": "vllm-serve-args.tsv"}
+_PATTERN_FILES = {"sglang": "sglang-log-patterns.tsv", "vllm": "vllm-log-patterns.tsv"}
+_TRANSFORMERS_HELP = "transformers-5.17-serve-help.txt"
+
+
+@attrs.frozen
+class FlagInfo:
+    """One command-line option. `name` is the canonical flag without dashes;
+    `type` is "bool", "int", "float", "str", "json" or "list";
+    `choices` empty means any value; `late_choices` means the server checks
+    the choices after parsing (a warning, not an error, when outside)."""
+
+    name: str
+    dest: str
+    type: str
+    default: str | None
+    choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    late_choices: bool = False
+    negation: str | None = None  # e.g. "no-enable-foo" for paired booleans
+
+
+@attrs.frozen
+class LogPattern:
+    regex: re.Pattern
+    meaning: str
+    source: str
+
+
+def _read(name: str) -> str:
+    return importlib.resources.files("specdsl.facts").joinpath(name).read_text()
+
+
+def _type_of(raw: str) -> str:
+    raw = raw.lower()
+    if "nargs=+" in raw or "nargs=*" in raw:
+        return "list"
+    if raw.startswith("bool"):
+        return "bool"
+    if "json" in raw or raw.startswith("loads"):
+        return "json"
+    if "human-readable" in raw:
+        return "str"
+    if "int" in raw:
+        return "int"
+    if "float" in raw:
+        return "float"
+    return "str"
+
+
+@functools.cache
+def engine_flags(engine: str) -> dict[str, FlagInfo]:
+    """Every flag of `engine`, keyed by each of its spellings without dashes
+    (`tp-size` and `tensor-parallel-size` both map to one FlagInfo).
+    An empty dict for an engine without a flag table (`command`)."""
+    if engine == "transformers":
+        return _transformers_flags()
+    if engine not in _FLAG_FILES:
+        return {}
+    out: dict[str, FlagInfo] = {}
+    rows = csv.reader((l for l in _read(_FLAG_FILES[engine]).splitlines() if not l.startswith("#")), delimiter="\t")
+    next(rows)  # header
+    for row in rows:
+        flag, dest, typ, default, choices = (row + [""] * 5)[:5]
+        if "(positional)" in flag:
+            continue
+        spellings = [f.lstrip("-") for f in flag.split(",") if f.startswith("--")]
+        if not spellings:
+            continue
+        paired = "paired" in typ
+        late = choices.startswith("~")
+        info = FlagInfo(
+            name=spellings[0],
+            dest=dest,
+            type=_type_of(typ),
+            default=None if default == "None" else default,
+            choices=tuple(c for c in choices.lstrip("~").split("|") if c and c != "None"),
+            aliases=tuple(spellings[1:]),
+            late_choices=late,
+            negation=spellings[-1] if paired and len(spellings) > 1 else None,
+        )
+        for s in spellings:
+            out.setdefault(s, info)
+    return out
+
+
+_HELP_OPTION = re.compile(r"^  --([a-z0-9-]+)(?: / --(no-[a-z0-9-]+))?(?:\s+(\[[^\]]+\]|[A-Z]+))?")
+
+
+def _transformers_flags() -> dict[str, FlagInfo]:
+    out: dict[str, FlagInfo] = {}
+    for line in _read(_TRANSFORMERS_HELP).splitlines():
+        m = _HELP_OPTION.match(line)
+        if not m:
+            continue
+        name, negation, meta = m.groups()
+        if name in ("help", "json", "format", "quiet", "no-truncate"):
+            continue
+        if negation or meta is None:
+            typ, choices = "bool", ()
+        elif meta.startswith("["):
+            typ, choices = "str", tuple(meta.strip("[]").split("|"))
+        else:
+            typ, choices = {"INTEGER": "int", "FLOAT": "float"}.get(meta, "str"), ()
+        out[name] = FlagInfo(name, name.replace("-", "_"), typ, None, choices, (), False, negation)
+    return out
+
+
+@functools.cache
+def log_patterns(engine: str) -> tuple[LogPattern, ...]:
+    """The log patterns of `engine` (empty for engines without a table)."""
+    if engine not in _PATTERN_FILES:
+        return ()
+    lines = [l for l in _read(_PATTERN_FILES[engine]).splitlines() if l and not l.startswith("#")]
+    out = []
+    for line in lines[1:]:
+        regex, meaning, source = (line.split("\t") + ["", ""])[:3]
+        out.append(LogPattern(re.compile(regex), meaning, source))
+    return tuple(out)
