@@ -340,7 +340,7 @@ class _Builder:
             value = 0.0
         if not unit:
             return ast.Number(value, span)
-        if unit not in ast.UNITS:
+        if unit not in ast.UNITS:  # reported here; evaluation treats it as invalid
             self.diags.append(
                 Diagnostic.error(
                     f"Unknown unit `{unit}`",
@@ -348,7 +348,7 @@ class _Builder:
                     "units are ms, s, m, h (durations) and % (percentages), written right after the number: `20m`, `3%`",
                 )
             )
-            return ast.Number(value, span)
+        return ast.Quantity(value, unit, span)
         return ast.Quantity(value, unit, span)
 
     def string(self, tok: Token) -> str:

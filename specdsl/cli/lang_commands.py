@@ -1,0 +1,112 @@
+"""`specdsl validate` and `specdsl fmt`."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from pathlib import Path
+
+from specdsl.cli.views import print_diags
+from specdsl.model.build import parse_bytes
+from specdsl.model.printer import format_file
+from specdsl.resolve.loader import display_name
+from specdsl.resolve.resolver import resolve_file
+
+
+def add_var_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-var", "--var", dest="vars", action="append", default=[], metavar="NAME=VALUE", help="set a variable")
+    p.add_argument("--var-file", dest="var_files", action="append", default=[], metavar="FILE", help="variables file (name = value lines)")
+
+
+def parse_vars(items: list[str]) -> tuple[dict[str, str], list[str]]:
+    out, bad = {}, []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            bad.append(item)
+        else:
+            out[name.strip()] = value
+    return out, bad
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("validate", help="check spec files; exit 0 valid, 1 invalid")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--json", action="store_true", help="print diagnostics as JSON on stdout")
+    add_var_args(p)
+    p.set_defaults(handler=cmd_validate)
+
+    p = sub.add_parser("fmt", help="rewrite spec files in the canonical layout")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file is not formatted")
+    p.add_argument("--diff", action="store_true", help="print the changes as a unified diff instead of writing")
+    p.set_defaults(handler=cmd_fmt)
+
+
+def cmd_validate(args) -> int:
+    variables, bad = parse_vars(args.vars)
+    if bad:
+        print(f"specdsl: error: -var expects NAME=VALUE, got {bad[0]!r}", file=sys.stderr)
+        return 1
+    results = []
+    failed = False
+    for name in args.files:
+        resolved = resolve_file(Path(name), variables, [Path(f) for f in args.var_files])
+        failed |= not resolved.ok
+        results.append((name, resolved))
+        if not args.json:
+            print_diags(resolved.diags, resolved.sources.texts)
+            if resolved.ok:
+                cells = len(resolved.config.experiments)
+                print(f"{name}: valid ({cells} experiment{'s' if cells != 1 else ''})", file=sys.stderr)
+    if args.json:
+        doc = {
+            "format_version": 1,
+            "valid": not failed,
+            "files": [
+                {
+                    "file": name,
+                    "valid": r.ok,
+                    "experiments": [e.name for e in r.config.experiments] if r.ok else [],
+                    "diagnostics": [d.to_json() for d in r.diags],
+                }
+                for name, r in results
+            ],
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    return 1 if failed else 0
+
+
+def cmd_fmt(args) -> int:
+    status = 0
+    for name in args.files:
+        path = Path(name)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            print(f"{name}: error: cannot read: {exc.strerror}", file=sys.stderr)
+            status = 1
+            continue
+        file, diags, text = parse_bytes(data, display_name(path))
+        if file is None or any(d.severity == "error" for d in diags):
+            print_diags(diags, {display_name(path): text} if text is not None else {})
+            status = 1
+            continue
+        formatted = format_file(file)
+        if formatted == text:
+            continue
+        if args.diff:
+            sys.stdout.writelines(
+                difflib.unified_diff(text.splitlines(True), formatted.splitlines(True), f"{name}", f"{name} (formatted)")
+            )
+        if args.check or args.diff:
+            if args.check:
+                print(f"{name}: would reformat", file=sys.stderr)
+            status = max(status, 1 if args.check else status)
+            continue
+        path.write_text(formatted)
+        print(f"{name}: reformatted", file=sys.stderr)
+    return status

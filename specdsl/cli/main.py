@@ -1,0 +1,67 @@
+"""The `specdsl` command line: argument parsing and dispatch.
+
+The CLI is the only layer that prints. Each subcommand lives in its own
+module and registers itself with `add_parser(subparsers)`; its handler
+takes the parsed arguments and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from specdsl import __version__
+from specdsl.cli import lang_commands
+
+EXIT_OK, EXIT_ERROR = 0, 1
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors exit 1, as DESIGN.md says
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="specdsl", description="Plan and apply LLM-serving performance experiments.")
+    parser.add_argument("--version", action="version", version=f"specdsl {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for module in _command_modules():
+        module.add_parsers(sub)
+    return parser
+
+
+def _command_modules():
+    modules = [lang_commands]
+    try:  # later layers register themselves when present
+        from specdsl.cli import plan_commands
+
+        modules.append(plan_commands)
+    except ImportError as exc:
+        if "plan_commands" not in str(exc):
+            raise
+    try:
+        from specdsl.cli import apply_commands
+
+        modules.append(apply_commands)
+    except ImportError as exc:
+        if "apply_commands" not in str(exc):
+            raise
+    return modules
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The metrics a workload produces and the functions assertions may apply.
+
+Names and definitions follow `vllm bench serve`. Latencies are in
+milliseconds, throughputs in tokens or requests per second.
+
+Scalar metrics have one value per run; an assertion reading one bare gets the
+median across runs, and a function applied to it works across runs
+(`min(output_throughput)`). Distribution metrics have one value per request
+(per streamed chunk for `itl`), pooled over all runs; read bare they give
+their median, and a function gives that statistic of the pooled values
+(`p99(itl)`).
+"""
+
+from __future__ import annotations
+
+SCALAR = "scalar"
+DISTRIBUTION = "distribution"
+
+DISTRIBUTIONS = {"ttft": "ms", "tpot": "ms", "itl": "ms", "e2el": "ms"}
+STATS = ("mean", "median", "std", "p50", "p90", "p99")
+
+_SCALARS = {
+    "request_throughput": "req/s",
+    "output_throughput": "tok/s",
+    "total_token_throughput": "tok/s",
+    "completed": "count",
+    "failed": "count",
+    "total_input_tokens": "count",
+    "total_output_tokens": "count",
+    "duration": "s",
+}
+
+# name -> (kind, unit)
+METRICS: dict[str, tuple[str, str]] = {name: (SCALAR, unit) for name, unit in _SCALARS.items()}
+METRICS.update({name: (DISTRIBUTION, unit) for name, unit in DISTRIBUTIONS.items()})
+for _d in DISTRIBUTIONS:
+    for _s in STATS:
+        METRICS[f"{_s}_{_d}_ms"] = (SCALAR, "ms")
+
+FUNCTIONS = ("p50", "p90", "p99", "median", "mean", "min", "max", "stddev")
+
+
+def is_metric(name: str) -> bool:
+    return name in METRICS
+
+
+def is_user_metric_ok(name: str, user_metrics: tuple[str, ...]) -> bool:
+    """A workload that runs the user's own script defines its own metrics."""
+    return name in user_metrics or name in METRICS

@@ -1,0 +1,350 @@
+"""Spec files -> resolved `Config` (or diagnostics): imports, variables,
+`extends`, overrides, matrix expansion, and every validation, all problems
+of all files reported at once.
+
+`resolve_file(path, variables, var_files)` is the entry point.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from specdsl.diag import Diagnostic, Diagnostics, Span, did_you_mean
+from specdsl.model import ast, config
+from specdsl.model.printer import number_text
+from specdsl.resolve import blocks as blk
+from specdsl.resolve.loader import Sources, load_tree, load_var_file
+from specdsl.resolve.values import INVALID, BlockRef, OverrideValue, Scope, V, evaluate, type_name
+from specdsl.validate import schema
+from specdsl.validate.asserts import check_assert
+
+LOCAL_HOST = config.Host(name="local")
+TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_BLOCK_ATTRS = ("host", "stack", "server", "workload")
+
+
+@attrs.frozen
+class Resolved:
+    config: config.Config | None
+    diags: list[Diagnostic]
+    sources: Sources
+
+    @property
+    def ok(self) -> bool:
+        return self.config is not None
+
+
+def resolve_file(path: Path, variables: dict[str, str] | None = None, var_files: list[Path] | None = None) -> Resolved:
+    diags: list[Diagnostic] = []
+    sources = load_tree(Path(path), diags)
+    from_files: list[ast.Attribute] = []
+    for var_file in var_files or ():
+        from_files.extend(load_var_file(Path(var_file), sources, diags))
+    resolver = _Resolver(sources, diags)
+    cfg = resolver.run(variables or {}, from_files)
+    ordered = Diagnostics(diags).sorted()
+    if any(d.severity == "error" for d in ordered):
+        cfg = None
+    return Resolved(cfg, ordered, sources)
+
+
+class _Resolver:
+    def __init__(self, sources: Sources, diags: list[Diagnostic]) -> None:
+        self.sources = sources
+        self.diags = diags
+        self.memo_raw: dict = {}
+        self.memo_typed: dict = {}
+
+    def run(self, given: dict[str, str], from_files: list[ast.Attribute]) -> config.Config | None:
+        self.blocks = blk.collect(self.sources.files, self.diags)
+        self.vars = blk.variables(self.blocks["variable"], given, from_files, self.diags)
+        self.scope = Scope(variables=self.vars, blocks=self.blocks)
+        typed: dict[str, list] = {kind: [] for kind in _BLOCK_ATTRS}
+        for kind in _BLOCK_ATTRS:
+            for name in self.blocks[kind]:
+                obj = self.typed(kind, name)
+                if obj is not None:
+                    typed[kind].append(obj)
+        experiments: list[config.Experiment] = []
+        for name in self.blocks["experiment"]:
+            experiments.extend(self.experiment(name))
+        self.cross_checks(experiments)
+        return config.Config(
+            experiments=tuple(experiments),
+            hosts=tuple(typed["host"]),
+            stacks=tuple(typed["stack"]),
+            servers=tuple(typed["server"]),
+            workloads=tuple(typed["workload"]),
+            variables=config.pairs({k: _plain(v) for k, v in self.vars.items()}),
+        )
+
+    # ---- named blocks
+    def raw(self, kind: str, name: str) -> blk.Raw | None:
+        return blk.raw_block(kind, name, self.blocks, self.scope, self.diags, self.memo_raw)
+
+    def typed(self, kind: str, name: str) -> Any:
+        key = (kind, name)
+        if key not in self.memo_typed:
+            raw = self.raw(kind, name)
+            self.memo_typed[key] = None if raw is None else blk.build_typed(kind, name, raw, self.scope, self.diags)
+        return self.memo_typed[key]
+
+    def block_value(self, attr: str, v: V, scope: Scope) -> Any:
+        """The object an experiment attribute (`server = ...`) names."""
+        value = v.value
+        if value is INVALID:
+            return None
+        if isinstance(value, BlockRef):
+            if value.kind != attr:
+                self.diags.append(Diagnostic.error(f"`{attr}` must name a {attr}, not a {value.kind}", v.span, f"write `{attr} = {attr}.NAME`"))
+                return None
+            return self.typed(attr, value.name)
+        if isinstance(value, OverrideValue):
+            if value.ref.kind != attr:
+                self.diags.append(Diagnostic.error(f"`{attr}` must name a {attr}, not a {value.ref.kind}", v.span))
+                return None
+            base = self.raw(attr, value.ref.name)
+            if base is None:
+                return None
+            merged = blk.apply_override(value, base)
+            return blk.build_typed(attr, value.ref.name, merged, scope, self.diags)
+        self.diags.append(
+            Diagnostic.error(
+                f"`{attr}` must be a {attr} reference such as `{attr}.NAME`, not {type_name(value)}",
+                v.span,
+                f'declare `{attr} "NAME" {{ ... }}` and refer to it as `{attr}.NAME`',
+            )
+        )
+        return None
+
+    # ---- experiments
+    def experiment(self, name: str) -> list[config.Experiment]:
+        raw = self.raw("experiment", name)
+        if raw is None:
+            return []
+        block = self.blocks["experiment"][name]
+        attrs_ = {k: v.value for k, v in raw.values.items()}  # name -> ast.Attribute
+        for attr_name, item in attrs_.items():
+            if attr_name not in schema.EXPERIMENT_ATTRS:
+                hint = did_you_mean(attr_name, schema.EXPERIMENT_ATTRS) or "experiment attributes: " + ", ".join(schema.EXPERIMENT_ATTRS)
+                self.diags.append(Diagnostic.error(f"Unknown experiment attribute `{attr_name}`", item.name_span, hint))
+        missing = [a for a in ("stack", "server", "workload") if a not in attrs_]
+        for attr_name in missing:
+            self.diags.append(
+                Diagnostic.error(
+                    f"Experiment `{name}` needs a {attr_name}",
+                    block.label_span,
+                    f"add `{attr_name} = {attr_name}.NAME`",
+                )
+            )
+        cells = self.matrix_cells(attrs_.get("matrix"))
+        if cells is None:
+            return []
+        matrix_keys = tuple(cells[0].keys()) if cells and cells[0] else ()
+        baseline = self.baseline(name, attrs_.get("baseline"))
+        promote = self.promote(attrs_.get("promote"), bool(matrix_keys))
+        out = []
+        for cell in cells:
+            scope = Scope(self.vars, self.blocks, matrix=cell if matrix_keys else None, matrix_keys=matrix_keys)
+            parts = {}
+            for attr_name in _BLOCK_ATTRS:
+                item = attrs_.get(attr_name)
+                if item is None:
+                    continue
+                parts[attr_name] = self.block_value(attr_name, evaluate(item.value, scope, self.diags), scope)
+            workload = parts.get("workload")
+            for a in raw.asserts:
+                check_assert(
+                    a,
+                    has_baseline=baseline is not None,
+                    matrix_keys=matrix_keys,
+                    variables=tuple(self.vars),
+                    user_metrics=tuple(m.name for m in workload.metrics) if workload else (),
+                    diags=self.diags,
+                )
+            if missing or any(v is None for v in parts.values()):
+                continue
+            out.append(
+                config.Experiment(
+                    name=cell_name(name, cell),
+                    host=parts.get("host") or LOCAL_HOST,
+                    stack=parts["stack"],
+                    server=parts["server"],
+                    workload=workload,
+                    baseline=baseline,
+                    asserts=tuple(config.Assertion(a.name, a.expr, a.span) for a in raw.asserts),
+                    promote=promote,
+                    matrix=tuple((k, _plain(v)) for k, v in cell.items()),
+                    group=name,
+                    span=block.span,
+                )
+            )
+        return out
+
+    def matrix_cells(self, item: ast.Attribute | None) -> list[dict[str, V]] | None:
+        if item is None:
+            return [{}]
+        v = evaluate(item.value, self.scope, self.diags)
+        if v.value is INVALID:
+            return None
+        if not isinstance(v.value, dict) or not v.value:
+            self.diags.append(
+                Diagnostic.error("`matrix` must be a map of lists", item.value.span, 'write `matrix = { backend = ["triton", "flashinfer"] }`')
+            )
+            return None
+        axes = []
+        for key, values in v.value.items():
+            if not isinstance(values.value, list) or not values.value:
+                self.diags.append(
+                    Diagnostic.error(f"`matrix.{key}` must be a non-empty list", values.span, f'write `{key} = ["a", "b"]`')
+                )
+                return None
+            for x in values.value:
+                if isinstance(x.value, (list, dict)) or x.value is INVALID or not isinstance(x.value, (str, int, float, bool)):
+                    self.diags.append(Diagnostic.error(f"Values of `matrix.{key}` must be strings, numbers or bools", x.span))
+                    return None
+            names = [_cell_value(x.value) for x in values.value]
+            if len(set(names)) != len(names):
+                dup = next(n for n in names if names.count(n) > 1)
+                self.diags.append(Diagnostic.error(f"`matrix.{key}` lists `{dup}` twice", values.span, "each value makes one cell"))
+                return None
+            axes.append([(key, x) for x in values.value])
+        return [dict(combo) for combo in itertools.product(*axes)]
+
+    def baseline(self, name: str, item: ast.Attribute | None) -> config.BaselineRef | None:
+        if item is None:
+            return None
+        scope = Scope(self.vars, self.blocks, tracks=True)
+        v = evaluate(item.value, scope, self.diags)
+        value = v.value
+        if value is INVALID:
+            return None
+        if isinstance(value, BlockRef) and value.kind == "experiment":
+            if value.name == name:
+                self.diags.append(Diagnostic.error("An experiment cannot be its own baseline", v.span))
+                return None
+            target = self.blocks["experiment"][value.name]
+            if target.attr("matrix") is not None:
+                self.diags.append(
+                    Diagnostic.error(
+                        f"Baseline `{value.name}` is a matrix experiment",
+                        v.span,
+                        "a baseline must be one experiment; declare the cell you compare against as its own experiment",
+                    )
+                )
+                return None
+            return config.BaselineRef("experiment", value.name)
+        if isinstance(value, BlockRef) and value.kind == "track":
+            if not TRACK_NAME.match(value.name):
+                self.diags.append(Diagnostic.error(f"`{value.name}` is not a track name", v.span))
+                return None
+            return config.BaselineRef("track", value.name)
+        self.diags.append(
+            Diagnostic.error(
+                "`baseline` must be an experiment or a track",
+                v.span,
+                "write `baseline = experiment.NAME` (another experiment of this spec) or `baseline = track.NAME` (the promoted baseline of a track)",
+            )
+        )
+        return None
+
+    def promote(self, item: ast.Attribute | None, is_matrix: bool) -> str | None:
+        if item is None:
+            return None
+        v = evaluate(item.value, self.scope, self.diags)
+        if v.value is INVALID:
+            return None
+        if not isinstance(v.value, str) or not TRACK_NAME.match(v.value):
+            shown = f'"{v.value}"' if isinstance(v.value, str) else type_name(v.value)
+            self.diags.append(
+                Diagnostic.error(
+                    f"`promote` must be a track name, not {shown}",
+                    v.span,
+                    'a track name is letters, digits, `.`, `_` and `-`, such as "kimi-prod"',
+                )
+            )
+            return None
+        if is_matrix:
+            self.diags.append(
+                Diagnostic.error(
+                    "A matrix experiment cannot promote",
+                    v.span,
+                    "its cells would compete for one track; promote from a single experiment",
+                )
+            )
+            return None
+        return v.value
+
+    def cross_checks(self, experiments: list[config.Experiment]) -> None:
+        by_group: dict[str, list[config.Experiment]] = {}
+        for exp in experiments:
+            by_group.setdefault(exp.group, []).append(exp)
+        # baseline chains must not loop
+        for exp in experiments:
+            seen, cur = [exp.group], exp
+            while cur is not None and cur.baseline is not None and cur.baseline.kind == "experiment":
+                nxt = cur.baseline.name
+                if nxt in seen:
+                    if nxt == exp.group:
+                        span = self._attr_span(exp.group, "baseline")
+                        self.diags.append(
+                            Diagnostic.error("Baseline cycle", span, " -> ".join(seen + [nxt]) + ": one experiment must measure without a baseline")
+                        )
+                    break
+                seen.append(nxt)
+                cands = by_group.get(nxt)
+                cur = cands[0] if cands else None
+        # comparable numbers
+        for exp in experiments:
+            if exp.baseline is None or exp.baseline.kind != "experiment":
+                continue
+            cands = by_group.get(exp.baseline.name)
+            if not cands:
+                continue
+            base = cands[0]
+            if base.workload != exp.workload:
+                self.diags.append(
+                    Diagnostic.warning(
+                        f"Baseline `{base.name}` runs a different workload",
+                        self._attr_span(exp.group, "baseline"),
+                        f"`{exp.name}` runs workload `{exp.workload.name}` and its baseline `{base.workload.name}` with other settings: "
+                        "the numbers are not comparable",
+                    )
+                )
+
+    def _attr_span(self, experiment: str, attr: str) -> Span | None:
+        block = self.blocks["experiment"].get(experiment)
+        item = block.attr(attr) if block else None
+        return item.value.span if item else (block.label_span if block else None)
+
+
+def _cell_value(x: Any) -> str:
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, (int, float)):
+        return number_text(x)
+    return str(x)
+
+
+def cell_name(name: str, cell: dict[str, V]) -> str:
+    if not cell:
+        return name
+    return name + "[" + ",".join(f"{k}={_cell_value(v.value)}" for k, v in cell.items()) + "]"
+
+
+def _plain(v: V) -> Any:
+    from specdsl.resolve.values import plain
+
+    value = plain(v)
+    if isinstance(value, ast.Quantity):
+        return f"{number_text(value.value)}{value.unit}"
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, dict):
+        return config.pairs(value)
+    return value

@@ -1,0 +1,334 @@
+"""Attribute schemas of hosts, stacks, servers and workloads, and the typed
+constructors that check evaluated attributes (`V`s) against them.
+
+Each check reports at the span of the offending value and returns the plain
+value, or INVALID. `build_*` functions return a `specdsl.model.config`
+object, or None when an error was reported.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+
+from specdsl.diag import Diagnostic, Span, did_you_mean
+from specdsl.facts import ENGINES
+from specdsl.model import ast, config
+from specdsl.resolve.values import INVALID, V, type_name
+
+Check = Callable[[V, list[Diagnostic], str], Any]
+
+
+@attrs.frozen
+class Field:
+    check: Check
+    required: bool = False
+    doc: str = ""
+
+
+def _err(diags, summary, span, detail=""):
+    diags.append(Diagnostic.error(summary, span, detail))
+    return INVALID
+
+
+def string(v: V, diags, name) -> Any:
+    if isinstance(v.value, str):
+        return v.value
+    return _err(diags, f"`{name}` must be a string, not {type_name(v.value)}", v.span)
+
+
+def boolean(v: V, diags, name) -> Any:
+    if isinstance(v.value, bool):
+        return v.value
+    return _err(diags, f"`{name}` must be true or false, not {type_name(v.value)}", v.span)
+
+
+def integer(lo: int | None = None, hi: int | None = None) -> Check:
+    def check(v: V, diags, name):
+        x = v.value
+        if isinstance(x, float) and x.is_integer():
+            x = int(x)
+        if not isinstance(x, int) or isinstance(x, bool):
+            return _err(diags, f"`{name}` must be an integer, not {type_name(v.value)}", v.span)
+        if lo is not None and x < lo or hi is not None and x > hi:
+            bounds = f">= {lo}" if hi is None else f"between {lo} and {hi}"
+            return _err(diags, f"`{name}` must be {bounds}, not {x}", v.span)
+        return x
+
+    return check
+
+
+def number(lo: float | None = None, exclusive: bool = False) -> Check:
+    def check(v: V, diags, name):
+        x = v.value
+        if not isinstance(x, (int, float)) or isinstance(x, bool):
+            return _err(diags, f"`{name}` must be a number, not {type_name(x)}", v.span)
+        if lo is not None and (x <= lo if exclusive else x < lo):
+            return _err(diags, f"`{name}` must be {'>' if exclusive else '>='} {lo}, not {x}", v.span)
+        return x
+
+    return check
+
+
+def duration(positive: bool = True) -> Check:
+    def check(v: V, diags, name):
+        x = v.value
+        if isinstance(x, ast.Quantity) and x.unit in ast.DURATION_UNITS:
+            seconds = x.seconds()
+            if seconds < 0 or positive and seconds == 0:
+                return _err(diags, f"`{name}` must be {'positive' if positive else 'zero or more'}", v.span)
+            return float(seconds)
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return _err(
+                diags,
+                f"`{name}` needs a unit",
+                v.span,
+                f"write a duration with its unit, such as `{x}s` or `{x}m` (units: ms, s, m, h)",
+            )
+        return _err(diags, f"`{name}` must be a duration such as `30s` or `20m`, not {type_name(x)}", v.span)
+
+    return check
+
+
+def enum(*choices: str) -> Check:
+    def check(v: V, diags, name):
+        x = v.value
+        if not isinstance(x, str):
+            return _err(diags, f"`{name}` must be a string, not {type_name(x)}", v.span)
+        if x not in choices:
+            hint = did_you_mean(x, choices) or "one of: " + ", ".join(f'"{c}"' for c in choices)
+            return _err(diags, f'Unknown {name} "{x}"', v.span, hint)
+        return x
+
+    return check
+
+
+def str_list(v: V, diags, name) -> Any:
+    if not isinstance(v.value, list):
+        return _err(diags, f"`{name}` must be a list of strings, not {type_name(v.value)}", v.span)
+    out = []
+    for item in v.value:
+        if item.value is INVALID:
+            return INVALID
+        if not isinstance(item.value, str):
+            return _err(diags, f"Items of `{name}` must be strings, not {type_name(item.value)}", item.span)
+        out.append(item.value)
+    return tuple(out)
+
+
+def str_map(v: V, diags, name) -> Any:
+    """Environment variables: string values (numbers are written as text)."""
+    if not isinstance(v.value, dict):
+        return _err(diags, f"`{name}` must be a map, not {type_name(v.value)}", v.span)
+    out = {}
+    for key, item in v.value.items():
+        x = item.value
+        if x is INVALID:
+            return INVALID
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            x = str(x)
+        if not isinstance(x, str):
+            return _err(diags, f"`{name}.{key}` must be a string, not {type_name(x)}", item.span)
+        out[key] = x
+    return config.pairs(out)
+
+
+def scalar_map(v: V, diags, name) -> Any:
+    """Engine arguments: scalars, or lists of scalars for repeated flags."""
+    if not isinstance(v.value, dict):
+        return _err(diags, f"`{name}` must be a map, not {type_name(v.value)}", v.span)
+    out = []
+    for key, item in v.value.items():
+        x = item.value
+        if x is INVALID:
+            return INVALID
+        if isinstance(x, list):
+            if any(not isinstance(i.value, (str, int, float, bool)) for i in x):
+                return _err(diags, f"`{name}.{key}` must hold strings, numbers or bools", item.span)
+            x = tuple(i.value for i in x)
+        elif isinstance(x, ast.Quantity):
+            return _err(diags, f"`{name}.{key}` cannot be {type_name(x)}", item.span, "write the number the server expects")
+        elif not isinstance(x, (str, int, float, bool)):
+            return _err(diags, f"`{name}.{key}` must be a string, number or bool, not {type_name(x)}", item.span)
+        out.append((key, x))
+    return tuple(out)  # order as written: argv order
+
+
+SCHEMAS: dict[str, dict[str, Field]] = {
+    "variable": {
+        "default": Field(lambda v, d, n: v.value, doc="value used when none is given"),
+        "description": Field(string),
+        "type": Field(enum("string", "number", "bool", "list", "map")),
+    },
+    "host": {
+        "ssh": Field(string, doc="user@host; leave out for this machine"),
+        "gpus": Field(integer(0)),
+        "workdir": Field(string),
+    },
+    "stack": {
+        "python": Field(string),
+        "cuda": Field(string),
+        "packages": Field(str_list),
+        "index": Field(str_list),
+        "find_links": Field(str_list),
+        "overrides": Field(str_list),
+        "exclude": Field(str_list),
+        "env": Field(str_map),
+        "installer": Field(enum("uv", "pip")),
+    },
+    "server": {
+        "engine": Field(enum(*ENGINES), required=True),
+        "model": Field(string, required=True),
+        "args": Field(scalar_map),
+        "env": Field(str_map),
+        "port": Field(integer(1, 65535)),
+        "ready_timeout": Field(duration()),
+        "keep_running": Field(boolean),
+        "command": Field(str_list),
+        "ready_url": Field(string),
+    },
+    "workload": {
+        "dataset": Field(string),
+        "input_len": Field(integer(1)),
+        "output_len": Field(integer(1)),
+        "requests": Field(integer(1)),
+        "concurrency": Field(integer(1)),
+        "rate": Field(number(0, exclusive=True)),
+        "burstiness": Field(number(0, exclusive=True)),
+        "runs": Field(integer(1)),
+        "warmup": Field(integer(0)),
+        "cooldown": Field(duration(positive=False)),
+        "timeout": Field(duration()),
+        "seed": Field(integer()),
+        "endpoint": Field(enum("completions", "chat")),
+        "ignore_eos": Field(boolean),
+        "command": Field(str_list),
+    },
+    "metric": {"regex": Field(string), "json": Field(string)},
+}
+EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "promote", "matrix")
+NESTED = {"workload": ("metric",), "experiment": ()}
+
+
+def check_attrs(kind: str, values: dict[str, V], names: dict[str, Span | None], span: Span | None, diags) -> dict[str, Any] | None:
+    """Check every attribute of a block of `kind`; returns plain values by
+    name, or None if something was wrong. `names` gives where each attribute
+    name was written (for unknown-attribute errors)."""
+    schema = SCHEMAS[kind]
+    ok = True
+    out: dict[str, Any] = {}
+    for name, v in values.items():
+        field = schema.get(name)
+        if field is None:
+            hint = did_you_mean(name, schema) or f"{kind} attributes: {', '.join(sorted(schema))}"
+            diags.append(Diagnostic.error(f"Unknown {kind} attribute `{name}`", names.get(name) or v.span, hint))
+            ok = False
+            continue
+        if v.value is INVALID:
+            ok = False
+            continue
+        value = field.check(v, diags, name)
+        if value is INVALID:
+            ok = False
+        else:
+            out[name] = value
+    for name, field in schema.items():
+        if field.required and name not in values:
+            diags.append(Diagnostic.error(f"Missing required attribute `{name}` in {kind}", span, f"add `{name} = ...`"))
+            ok = False
+    return out if ok else None
+
+
+def build_host(name: str, values: dict, span) -> config.Host:
+    return config.Host(name=name, span=span, **values)
+
+
+def build_stack(name: str, values: dict, span) -> config.Stack:
+    return config.Stack(name=name, span=span, **values)
+
+
+def build_server(name: str, values: dict, span, spans: dict[str, Span | None], diags) -> config.Server | None:
+    server = config.Server(name=name, span=span, **values)
+    if server.engine == "command":
+        if not server.command:
+            diags.append(
+                Diagnostic.error(
+                    "A server with engine = \"command\" needs `command`",
+                    span,
+                    'add `command = ["my-server", "--port", "{port}", "--model", "{model}"]`',
+                )
+            )
+            return None
+        if not any("{port}" in a for a in server.command) and server.port is None:
+            diags.append(
+                Diagnostic.warning(
+                    "The command has no `{port}` placeholder",
+                    spans.get("command"),
+                    "specdsl picks a free port and passes it through `{port}`; without it, set `port`",
+                )
+            )
+    elif server.command:
+        diags.append(
+            Diagnostic.error(
+                f"`command` is only for engine = \"command\", not \"{server.engine}\"",
+                spans.get("command"),
+                "the engine builds its own command line from `model` and `args`",
+            )
+        )
+        return None
+    return server
+
+
+def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) -> config.Workload | None:
+    if values.get("command") and not metrics:
+        diags.append(
+            Diagnostic.error(
+                "A workload that runs a command needs at least one `metric` block",
+                span,
+                'add `metric "output_throughput" { regex = "throughput: ([0-9.]+)" }`',
+            )
+        )
+        return None
+    if metrics and not values.get("command"):
+        diags.append(
+            Diagnostic.error(
+                "`metric` blocks need `command`",
+                span,
+                "metric blocks read the output of your own benchmark script: add `command = [...]`",
+            )
+        )
+        return None
+    return config.Workload(name=name, span=span, metrics=metrics, **values)
+
+
+def build_metric(block: ast.Block, values: dict, diags) -> config.MetricRule | None:
+    regex, field = values.get("regex"), values.get("json")
+    if (regex is None) == (field is None):
+        diags.append(
+            Diagnostic.error(
+                "A metric needs exactly one of `regex` or `json`",
+                block.span,
+                '`regex = "tok/s: ([0-9.]+)"` reads the first group of the last match; `json = "results.throughput"` a field of the last JSON object printed',
+            )
+        )
+        return None
+    if regex is not None:
+        import re
+
+        try:
+            compiled = re.compile(regex)
+        except re.error as exc:
+            span = block.attr("regex").value.span
+            diags.append(Diagnostic.error(f"Invalid regular expression: {exc.msg}", span, "use Python `re` syntax"))
+            return None
+        if compiled.groups < 1:
+            diags.append(
+                Diagnostic.error(
+                    "The regex has no group",
+                    block.attr("regex").value.span,
+                    "put the number in parentheses: `throughput: ([0-9.]+)`",
+                )
+            )
+            return None
+    return config.MetricRule(name=block.label or "", regex=regex, json=field)
