@@ -1,1 +1,14 @@
-"""bench."""
+"""bench: the benchmark client. Sends a workload's requests to an
+OpenAI-compatible server (or runs the user's own benchmark script), times
+every streamed chunk, and computes the metrics of `vllm bench serve`.
+
+I/O lives here (HTTP, subprocesses, files under the run folder). It may
+import `specdsl.model` for the workload type only, never graph, plan,
+engine or cli.
+"""
+
+from specdsl.bench.command import run_command_workload
+from specdsl.bench.loadgen import run_benchmark
+from specdsl.bench.results import METRICS, BenchError, BenchResult, RunResult
+
+__all__ = ["METRICS", "BenchError", "BenchResult", "RunResult", "run_benchmark", "run_command_workload"]

@@ -1,0 +1,158 @@
+"""One streaming request to an OpenAI-compatible server, timed chunk by
+chunk, and the one factory for the HTTP sessions that send them.
+
+The HTTP stack is aiohttp on one asyncio event loop: a single thread drives
+every stream, so the client spends its CPU on parsing rather than on
+switching between threads that fight over the GIL, and it is what `vllm
+bench serve` uses, so both clients pay the same per-chunk costs.
+
+A request never raises: every failure is a `RequestRecord` with `ok=False`
+and a short `reason` (HTTP status, timeout, truncated stream, non-JSON
+chunk, empty stream, error object in the stream, connection failure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+
+import aiohttp
+
+from specdsl.bench.records import RequestRecord
+
+_BODY_EXCERPT = 160
+
+
+def make_session(limit: int) -> aiohttp.ClientSession:
+    """The HTTP session for a benchmark: keep-alive connections, at most
+    `limit` at once (0: no limit), no total timeout here (each request passes
+    its own), no proxies from the environment (benchmarks talk to a server
+    directly). Must be created inside the running event loop."""
+    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=0, keepalive_timeout=60, enable_cleanup_closed=True)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+        trust_env=False,
+        auto_decompress=False,
+    )
+
+
+def request_headers() -> dict[str, str]:
+    """JSON content type, and a bearer token when OPENAI_API_KEY is set."""
+    headers = {"Content-Type": "application/json"}
+    api_key = os.environ.get("OPENAI_API_KEY")
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    return headers
+
+
+class _StreamFailure(Exception):
+    """A stream that cannot count as completed; the message is the reason."""
+
+
+async def stream_request(
+    session: aiohttp.ClientSession,
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    record: RequestRecord,
+    *,
+    timeout: float,
+    t0: float,
+    keep_text: bool,
+) -> str:
+    """Send `body` (a streaming request) to `url` and fill `record`: send
+    time, the arrival of every chunk with non-empty `choices` (relative to
+    the send), token counts from `usage` when the server sends them.
+    Returns the generated text when `keep_text` (else ""). Never raises
+    except on cancellation."""
+    pieces: list[str] = []
+    st = time.perf_counter()
+    record.start_s = st - t0
+    chunks = record.chunks_s
+    try:
+        async with session.post(
+            url, data=body, headers=headers, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as response:
+            record.status = response.status
+            if response.status != 200:
+                text = (await response.text(errors="replace"))[:_BODY_EXCERPT]
+                raise _StreamFailure(f"http {response.status}: {text.strip()}" if text.strip() else f"http {response.status}")
+            finished = False
+            buffer = b""
+            async for data in response.content.iter_any():
+                now = time.perf_counter()
+                buffer += data
+                if b"\n" not in buffer:
+                    continue
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    finished |= _handle_line(line.strip(), now - st, chunks, record, pieces, keep_text)
+            if buffer.strip():
+                finished |= _handle_line(buffer.strip(), time.perf_counter() - st, chunks, record, pieces, keep_text)
+        if not chunks:
+            raise _StreamFailure("empty stream (no chunk with choices)")
+        if not finished:
+            raise _StreamFailure("truncated stream (no finish_reason and no [DONE])")
+        record.ok = True
+    except _StreamFailure as exc:
+        record.reason = str(exc)
+    except asyncio.TimeoutError:
+        record.reason = f"timeout after {timeout:g}s"
+    except aiohttp.ClientPayloadError as exc:
+        record.reason = f"truncated stream ({type(exc).__name__})"
+    except aiohttp.ServerDisconnectedError:
+        record.reason = "server disconnected"
+    except aiohttp.ClientConnectorError as exc:
+        record.reason = f"cannot connect ({exc.os_error.__class__.__name__})"
+    except aiohttp.ClientError as exc:
+        record.reason = f"http client error ({type(exc).__name__})"
+    except OSError as exc:
+        record.reason = f"network error ({type(exc).__name__})"
+    return "".join(pieces)
+
+
+def _handle_line(
+    line: bytes, t: float, chunks: list[float], record: RequestRecord, pieces: list[str], keep_text: bool
+) -> bool:
+    """Handle one SSE line; True when it ends the stream ([DONE] or a
+    finish_reason). Raises _StreamFailure for a chunk that breaks the stream."""
+    if not line or line.startswith(b":") or not line.startswith(b"data:"):
+        return False  # blank separator, SSE comment (ping), or another SSE field
+    payload = line[5:].strip()
+    if payload == b"[DONE]":
+        return True
+    try:
+        obj = json.loads(payload)
+    except ValueError:
+        raise _StreamFailure("non-JSON chunk") from None
+    if not isinstance(obj, dict):
+        raise _StreamFailure("non-JSON chunk")
+    if obj.get("error") is not None:
+        err = obj["error"]
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        raise _StreamFailure(f"error in stream: {str(msg)[:_BODY_EXCERPT]}")
+    done = False
+    choices = obj.get("choices")
+    if choices:
+        chunks.append(t)
+        choice = choices[0]
+        if keep_text:
+            text = choice.get("text")
+            if text is None:
+                text = (choice.get("delta") or {}).get("content")
+            if text:
+                pieces.append(text)
+        done = choice.get("finish_reason") is not None
+    usage = obj.get("usage")
+    if usage:
+        completion = usage.get("completion_tokens")
+        if completion is not None:
+            record.output_tokens = int(completion)
+            record.tokens_from = "usage"
+        prompt = usage.get("prompt_tokens")
+        if prompt is not None:
+            record.prompt_tokens = int(prompt)
+    return done

@@ -1,0 +1,296 @@
+"""The load generator: warmup, then `runs` repetitions of `requests`
+streaming requests, closed loop (`concurrency` streams, each sending its
+next request as soon as the previous one ends) or open loop (`rate`
+requests/s, gamma-distributed gaps with shape `burstiness`: 1 is a Poisson
+process; the schedule is seeded and, as in `vllm bench serve`, scaled so
+that the last request leaves at `requests / rate` s). Open loop does not
+cap the number of streams in flight.
+
+Every run sends the same prompts on the same schedule. Warmup requests
+(`warmup` of them, at most `concurrency` at a time) run once before the
+first run and are not recorded. Between runs the client waits `cooldown`
+seconds. Each run's requests go to `run-N.requests.jsonl` in `out_dir` and
+the whole result to `result.json`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from specdsl.bench.client import make_session, request_headers, stream_request
+from specdsl.bench.datasets import Prompt, Tokenizer, build_prompts, load_tokenizer
+from specdsl.bench.quirks import exact_len_fields, quirks_for
+from specdsl.bench.records import RequestRecord, write_records
+from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures
+from specdsl.bench.stats import compute_metrics
+
+_STOP_POLL_S = 0.05
+
+
+def endpoint_url(base_url: str, endpoint: str) -> str:
+    """The URL of `endpoint` ("completions" or "chat") under `base_url`
+    (with or without a trailing /v1)."""
+    base = base_url.rstrip("/")
+    if not base.endswith("/v1"):
+        base += "/v1"
+    if endpoint == "completions":
+        return base + "/completions"
+    if endpoint == "chat":
+        return base + "/chat/completions"
+    raise BenchError(f"unknown endpoint {endpoint!r}: use 'completions' or 'chat'")
+
+
+def request_body(prompt: Prompt, model: str, engine: str, ignore_eos: bool | None) -> bytes:
+    """The JSON body of one streaming request (see `specdsl.bench.quirks`)."""
+    body: dict[str, Any] = {"model": model, "stream": True, "max_tokens": prompt.output_len}
+    if prompt.messages is not None:
+        body["messages"] = prompt.messages
+    else:
+        body["prompt"] = prompt.prompt
+    if quirks_for(engine).stream_usage:
+        body["stream_options"] = {"include_usage": True}
+    body.update(exact_len_fields(engine, ignore_eos, prompt.output_len))
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[float]:
+    """Seconds from the start of a run at which each of `n` requests leaves:
+    cumulative gamma(shape=burstiness, scale=1/(rate*burstiness)) gaps,
+    scaled so the last one is at n / rate."""
+    if rate <= 0 or burstiness <= 0:
+        raise BenchError(f"rate and burstiness must be positive (rate={rate}, burstiness={burstiness})")
+    rng = random.Random(seed)
+    scale = 1.0 / (rate * burstiness)
+    offsets: list[float] = []
+    total = 0.0
+    for _ in range(n):
+        total += rng.gammavariate(burstiness, scale)
+        offsets.append(total)
+    if offsets and offsets[-1] > 0:
+        factor = (n / rate) / offsets[-1]
+        offsets = [t * factor for t in offsets]
+    return offsets
+
+
+class _Runner:
+    """Drives requests on one event loop; see `run_benchmark`."""
+
+    def __init__(self, url: str, bodies: list[bytes], timeout: float, keep_text: bool, stop: threading.Event | None):
+        self.url = url
+        self.bodies = bodies
+        self.timeout = timeout
+        self.keep_text = keep_text
+        self.stop = stop
+        self.headers = request_headers()
+        self.session = None
+
+    async def one(self, i: int, body: bytes, t0: float, texts: dict[int, str]) -> RequestRecord:
+        record = RequestRecord(i=i)
+        text = await stream_request(
+            self.session, self.url, body, self.headers, record, timeout=self.timeout, t0=t0, keep_text=self.keep_text
+        )
+        if self.keep_text:
+            texts[i] = text
+        return record
+
+    async def closed_loop(self, n: int, concurrency: int, texts: dict[int, str]) -> tuple[list[RequestRecord], float]:
+        records: list[RequestRecord] = []
+        next_index = 0
+        t0 = time.perf_counter()
+
+        async def worker() -> None:
+            nonlocal next_index
+            while next_index < n:
+                i = next_index
+                next_index += 1
+                records.append(await self.one(i, self.bodies[i % len(self.bodies)], t0, texts))
+
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, n)))))
+        return records, time.perf_counter() - t0
+
+    async def open_loop(self, offsets: list[float], texts: dict[int, str]) -> tuple[list[RequestRecord], float]:
+        tasks: list[asyncio.Task] = []
+        t0 = time.perf_counter()
+        try:
+            for i, offset in enumerate(offsets):
+                delay = t0 + offset - time.perf_counter()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                tasks.append(asyncio.ensure_future(self.one(i, self.bodies[i % len(self.bodies)], t0, texts)))
+            records = list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:
+                task.cancel()
+        return records, time.perf_counter() - t0
+
+    async def until_stopped(self, coro):
+        """Run `coro`; cancel it and raise BenchError when `stop` is set."""
+        task = asyncio.ensure_future(coro)
+        if self.stop is None:
+            return await task
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=_STOP_POLL_S)
+            if done:
+                return task.result()
+            if self.stop.is_set():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise BenchError("benchmark stopped before it finished")
+
+
+def _count_tokens(records: list[RequestRecord], texts: dict[int, str], tokenizer: Tokenizer | None) -> None:
+    """Output token counts for records whose server sent no usage."""
+    for rec in records:
+        if rec.tokens_from == "usage":
+            continue
+        if tokenizer is not None and rec.i in texts:
+            rec.output_tokens = len(tokenizer.encode(texts[rec.i]))
+            rec.tokens_from = "tokenizer"
+        else:
+            rec.output_tokens = len(rec.chunks_s)
+            rec.tokens_from = "chunks"
+
+
+def _fill_prompt_lens(records: list[RequestRecord], prompts: list[Prompt]) -> None:
+    for rec in records:
+        if rec.prompt_tokens == 0:
+            rec.prompt_tokens = prompts[rec.i % len(prompts)].prompt_len
+
+
+def run_benchmark(
+    workload: Any,
+    base_url: str,
+    model: str,
+    out_dir: Path,
+    *,
+    engine: str = "vllm",
+    tokenizer: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> BenchResult:
+    """Run the built-in load generator for `workload` (a
+    `specdsl.model.config.Workload`) against the server at `base_url`,
+    asking for `model`. `engine` selects the server's quirks
+    (`specdsl.bench.quirks`); `tokenizer` (a folder with tokenizer.json)
+    builds exact-length text prompts and counts tokens when the server sends
+    no usage. Writes per-request records under `out_dir`.
+
+    Raises BenchError when the workload is invalid, when every warmup
+    request or every request of a run failed (with the reasons and their
+    counts), or when `stop` is set before the end."""
+    _check_workload(workload)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    url = endpoint_url(base_url, workload.endpoint)
+    tok = load_tokenizer(tokenizer)
+    quirks = quirks_for(engine)
+    prompts = build_prompts(
+        workload, workload.requests, chat=workload.endpoint == "chat", token_ids=quirks.token_ids, tokenizer=tok
+    )
+    bodies = [request_body(p, model, engine, workload.ignore_eos) for p in prompts]
+    runner = _Runner(url, bodies, float(workload.timeout), keep_text=tok is not None, stop=stop)
+    say = progress or (lambda _msg: None)
+
+    async def main() -> list[RunResult]:
+        runner.session = make_session(limit=0)
+        try:
+            return await _all_runs(runner, workload, prompts, tok, out_dir, say)
+        finally:
+            await runner.session.close()
+
+    runs = _run_loop(main())
+    result = BenchResult(runs=tuple(runs))
+    tmp = out_dir / "result.json.tmp"
+    tmp.write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(out_dir / "result.json")
+    return result
+
+
+async def _all_runs(runner: _Runner, workload: Any, prompts: list[Prompt], tok, out_dir: Path, say) -> list[RunResult]:
+    if workload.warmup > 0:
+        say(f"warmup: {workload.warmup} requests")
+        records, _ = await runner.until_stopped(runner.closed_loop(workload.warmup, workload.concurrency, {}))
+        if not any(r.ok for r in records):
+            reasons = describe_failures(_reasons(records))
+            raise BenchError(f"warmup: all {len(records)} requests to {runner.url} failed: {reasons}")
+    results: list[RunResult] = []
+    for index in range(workload.runs):
+        if index > 0 and workload.cooldown > 0:
+            await runner.until_stopped(asyncio.sleep(workload.cooldown))
+        say(f"run {index + 1}/{workload.runs}: {workload.requests} requests")
+        texts: dict[int, str] = {}
+        if workload.rate is None:
+            coro = runner.closed_loop(workload.requests, workload.concurrency, texts)
+        else:
+            offsets = arrival_offsets(workload.requests, workload.rate, workload.burstiness, workload.seed)
+            coro = runner.open_loop(offsets, texts)
+        records, duration = await runner.until_stopped(coro)
+        _count_tokens(records, texts, tok)
+        _fill_prompt_lens(records, prompts)
+        path = out_dir / f"run-{index}.requests.jsonl"
+        write_records(path, {"run": index, "duration_s": duration, "url": runner.url}, records)
+        metrics, samples, failures = compute_metrics(records, duration)
+        if metrics["completed"] == 0:
+            raise BenchError(
+                f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}"
+            )
+        results.append(RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path)))
+        say(
+            f"run {index + 1}/{workload.runs}: {int(metrics['completed'])} completed, {int(metrics['failed'])} failed,"
+            f" {metrics.get('output_throughput', 0.0):.1f} tok/s"
+        )
+    return results
+
+
+def _reasons(records: list[RequestRecord]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in records:
+        if not r.ok:
+            out[r.reason or "unknown"] = out.get(r.reason or "unknown", 0) + 1
+    return out
+
+
+def _check_workload(workload: Any) -> None:
+    problems = []
+    if workload.requests < 1:
+        problems.append(f"requests must be at least 1 (got {workload.requests})")
+    if workload.concurrency < 1:
+        problems.append(f"concurrency must be at least 1 (got {workload.concurrency})")
+    if workload.runs < 1:
+        problems.append(f"runs must be at least 1 (got {workload.runs})")
+    if workload.rate is not None and workload.rate <= 0:
+        problems.append(f"rate must be positive (got {workload.rate})")
+    if workload.timeout <= 0:
+        problems.append(f"timeout must be positive (got {workload.timeout})")
+    if problems:
+        raise BenchError(f"workload {workload.name!r}: " + "; ".join(problems))
+
+
+def _run_loop(coro):
+    """Run `coro` on a fresh event loop; from a thread that already runs a
+    loop, on a helper thread (run_benchmark is a blocking call)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="specdsl-bench", daemon=True)
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -1,0 +1,116 @@
+"""What a benchmark produces: per-run metrics and samples, and the error
+raised when a benchmark yields no data.
+
+`METRICS` is the vocabulary the spec language validates metric names
+against. Metric definitions follow `vllm bench serve`
+(vllm/benchmarks/serve.py); see `specdsl.bench.stats`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+FORMAT_VERSION = 1
+
+DISTRIBUTIONS = ("ttft", "tpot", "itl", "e2el")
+STATS = ("mean", "median", "std", "p50", "p90", "p99")
+
+
+def _metric_table() -> dict[str, tuple[str, str]]:
+    table: dict[str, tuple[str, str]] = {
+        "request_throughput": ("scalar", "req/s"),
+        "output_throughput": ("scalar", "tok/s"),
+        "total_token_throughput": ("scalar", "tok/s"),
+        "completed": ("scalar", "count"),
+        "failed": ("scalar", "count"),
+        "duration": ("scalar", "s"),
+        "total_input_tokens": ("scalar", "count"),
+        "total_output_tokens": ("scalar", "count"),
+    }
+    for dist in DISTRIBUTIONS:
+        for stat in STATS:
+            table[f"{stat}_{dist}_ms"] = ("scalar", "ms")
+    for dist in DISTRIBUTIONS:
+        table[dist] = ("distribution", "ms")
+    return table
+
+
+#: metric name -> (kind "scalar"|"distribution", unit "ms"|"tok/s"|"req/s"|"count"|"s")
+METRICS: dict[str, tuple[str, str]] = _metric_table()
+
+
+class BenchError(Exception):
+    """A benchmark that produced no usable data: every request failed, the
+    server could not be reached, the user's script failed or a metric was
+    missing from its output. The message says what failed and why, with
+    failure reasons and their counts."""
+
+
+def _tuple_of_floats(values: Any) -> tuple[float, ...]:
+    return tuple(float(v) for v in values)
+
+
+def _samples(value: Any) -> dict[str, tuple[float, ...]]:
+    return {str(k): _tuple_of_floats(v) for k, v in dict(value).items()}
+
+
+@attrs.frozen
+class RunResult:
+    """One repetition of a workload.
+
+    `metrics`: scalar metrics (names in `METRICS`). `samples`: per-request
+    values in ms for "ttft", "tpot", "e2el" and per-chunk values for "itl"
+    (empty for a user's script). `failures`: reason -> count of failed
+    requests. `records_file`: the JSONL file with every request's chunk
+    timestamps ("" when there is none).
+    """
+
+    index: int
+    metrics: dict[str, float] = attrs.field(converter=lambda d: {str(k): float(v) for k, v in d.items()})
+    samples: dict[str, tuple[float, ...]] = attrs.field(factory=dict, converter=_samples)
+    failures: dict[str, int] = attrs.field(factory=dict, converter=lambda d: {str(k): int(v) for k, v in d.items()})
+    records_file: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "index": self.index,
+            "metrics": dict(sorted(self.metrics.items())),
+            "samples": {k: list(v) for k, v in sorted(self.samples.items())},
+            "failures": dict(sorted(self.failures.items())),
+            "records_file": self.records_file,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunResult:
+        return cls(
+            index=int(d["index"]),
+            metrics=d.get("metrics", {}),
+            samples=d.get("samples", {}),
+            failures=d.get("failures", {}),
+            records_file=d.get("records_file", ""),
+        )
+
+
+@attrs.frozen
+class BenchResult:
+    """Every run of one benchmark, in order. Serialised with `format_version`."""
+
+    runs: tuple[RunResult, ...] = attrs.field(converter=tuple)
+
+    def to_json(self) -> dict:
+        return {"format_version": FORMAT_VERSION, "runs": [r.to_json() for r in self.runs]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> BenchResult:
+        version = d.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ValueError(f"unsupported bench result format_version {version!r} (expected {FORMAT_VERSION})")
+        return cls(runs=tuple(RunResult.from_json(r) for r in d["runs"]))
+
+
+def describe_failures(failures: dict[str, int]) -> str:
+    """`'http 422: ...' x3; timeout after 5s x1`, most frequent first."""
+    items = sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "; ".join(f"{reason} x{count}" for reason, count in items)

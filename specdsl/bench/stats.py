@@ -1,0 +1,102 @@
+"""Metrics from request records, defined as `vllm bench serve` defines them
+(vllm/benchmarks/serve.py, `calculate_metrics`):
+
+- request_throughput = completed / duration; output_throughput = sum of
+  output tokens of completed requests / duration; total_token_throughput =
+  (input + output tokens) / duration. `duration` runs from the start of the
+  run to the end of its last request.
+- ttft: send -> first chunk with non-empty `choices`; e2el: send -> last such
+  chunk; itl: gaps between consecutive such chunks, pooled over requests;
+  tpot: (e2el - ttft) / (output_tokens - 1), only for requests with more
+  than one output token.
+- mean, median, std (population, ddof=0) and percentiles with linear
+  interpolation between closest ranks (numpy's default method).
+
+One deliberate difference: a distribution with no samples (every request
+produced a single token, so no tpot) gives no statistics at all, where vLLM
+reports 0. Missing data must not pass an assertion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from specdsl.bench.records import RequestRecord
+from specdsl.bench.results import DISTRIBUTIONS
+
+
+def percentile(sorted_values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0..100) of already sorted values, linear
+    interpolation between closest ranks (numpy.percentile's default)."""
+    if not sorted_values:
+        raise ValueError("percentile of no values")
+    pos = (len(sorted_values) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    frac = pos - lo
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
+
+
+def summarize(values: Sequence[float]) -> dict[str, float]:
+    """mean, median, std (population), p50, p90, p99 of the values."""
+    if not values:
+        return {}
+    ordered = sorted(values)
+    n = len(ordered)
+    mean = math.fsum(ordered) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in ordered) / n)
+    median = percentile(ordered, 50)
+    return {
+        "mean": mean,
+        "median": median,
+        "std": std,
+        "p50": median,
+        "p90": percentile(ordered, 90),
+        "p99": percentile(ordered, 99),
+    }
+
+
+def request_samples(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
+    """Per-request ttft, tpot, e2el and pooled per-chunk itl, in ms, of the
+    completed requests, in request order."""
+    out: dict[str, list[float]] = {d: [] for d in DISTRIBUTIONS}
+    for rec in sorted(records, key=lambda r: r.i):
+        if not rec.ok or not rec.chunks_s:
+            continue
+        ttft = rec.chunks_s[0]
+        e2el = rec.chunks_s[-1]
+        out["ttft"].append(ttft * 1000.0)
+        out["e2el"].append(e2el * 1000.0)
+        if rec.output_tokens > 1:
+            out["tpot"].append((e2el - ttft) / (rec.output_tokens - 1) * 1000.0)
+        chunks = rec.chunks_s
+        out["itl"].extend((chunks[k] - chunks[k - 1]) * 1000.0 for k in range(1, len(chunks)))
+    return out
+
+
+def compute_metrics(
+    records: Sequence[RequestRecord], duration_s: float
+) -> tuple[dict[str, float], dict[str, list[float]], dict[str, int]]:
+    """(metrics, samples in ms, failure reason -> count) of one run."""
+    completed = [r for r in records if r.ok]
+    failures = Counter(r.reason or "unknown" for r in records if not r.ok)
+    total_in = sum(r.prompt_tokens for r in completed)
+    total_out = sum(r.output_tokens for r in completed)
+    metrics: dict[str, float] = {
+        "completed": float(len(completed)),
+        "failed": float(len(records) - len(completed)),
+        "duration": duration_s,
+        "total_input_tokens": float(total_in),
+        "total_output_tokens": float(total_out),
+    }
+    if duration_s > 0:
+        metrics["request_throughput"] = len(completed) / duration_s
+        metrics["output_throughput"] = total_out / duration_s
+        metrics["total_token_throughput"] = (total_in + total_out) / duration_s
+    samples = request_samples(records)
+    for dist, values in samples.items():
+        for stat, value in summarize(values).items():
+            metrics[f"{stat}_{dist}_ms"] = value
+    return metrics, samples, dict(failures)
