@@ -1,0 +1,105 @@
+"""The record of a provisioned environment, and the marker file that holds it.
+
+The marker (`specdsl-env.json` beside the venv) is written last, after a
+successful install and probe: an environment without it is unfinished and is
+built again. It holds the record and the canonical stack it was built from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+MARKER = "specdsl-env.json"
+FORMAT_VERSION = 1
+
+
+class ProvisionError(Exception):
+    """An environment could not be built or checked.
+
+    `command` is the exact argv that failed ([] when no command did),
+    `tail` the installer's last output lines; `str()` is the whole message a
+    user needs: what failed, the command, the log path and the last lines."""
+
+    def __init__(self, message: str, *, command: list[str] | None = None, tail: str = "", log_path: str | None = None):
+        self.message = message
+        self.command = list(command or [])
+        self.tail = tail
+        self.log_path = log_path
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        import shlex
+
+        parts = [self.message]
+        if self.command:
+            parts.append(f"  command: {shlex.join(self.command)}")
+        if self.log_path:
+            parts.append(f"  log: {self.log_path}")
+        if self.tail:
+            parts.append("  last lines:")
+            parts.extend(f"    {line}" for line in self.tail.splitlines())
+        return "\n".join(parts)
+
+
+@attrs.frozen
+class EnvRecord:
+    """A provisioned environment: where it is and what is in it.
+
+    `path` is the venv folder, `python` its interpreter, `packages` the
+    resolved versions (lower-case normalized distribution names -> version),
+    `torch` {"version", "cuda", "nccl"} where torch imports (cuda/nccl None on
+    a CPU build), `nvcc` the toolkit release when the stack declares `cuda`.
+    `env` are the stack's environment variables (applied to every command
+    run in the environment, servers included); `warnings` what the build
+    worked around (an unreachable index left out)."""
+
+    identity: str
+    path: str
+    python: str
+    python_version: str
+    packages: dict[str, str]
+    torch: dict[str, Any] | None
+    nvcc: str | None
+    created: str
+    env: dict[str, str] = attrs.field(factory=dict)
+    installer: str = "uv"
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out = attrs.asdict(self)
+        out["warnings"] = list(self.warnings)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "EnvRecord":
+        names = {f.name for f in attrs.fields(cls)}
+        data = {k: v for k, v in data.items() if k in names}
+        data["warnings"] = tuple(data.get("warnings", ()))
+        return cls(**data)
+
+
+def write_marker(folder: Path, record: EnvRecord, stack_json: str) -> None:
+    """Write the marker atomically (temp file + rename)."""
+    payload = {"format_version": FORMAT_VERSION, "stack": json.loads(stack_json), "record": record.to_json()}
+    tmp = folder / f".{MARKER}.tmp-{os.getpid()}"
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, folder / MARKER)
+
+
+def read_marker(folder: Path) -> tuple[EnvRecord, dict] | None:
+    """(record, stack) from a folder's marker, None when missing or unreadable."""
+    try:
+        payload = json.loads((folder / MARKER).read_text())
+    except (FileNotFoundError, json.JSONDecodeError, OSError):
+        return None
+    if payload.get("format_version") != FORMAT_VERSION:
+        return None
+    try:
+        return EnvRecord.from_json(payload["record"]), payload["stack"]
+    except (KeyError, TypeError):
+        return None
