@@ -9,6 +9,7 @@ unknown units, over-long operator chains) as diagnostics, never raises.
 from __future__ import annotations
 
 import bisect
+import math
 import re
 
 from lark import Token, Tree
@@ -333,11 +334,13 @@ class _Builder:
     def number(self, tok: Token) -> ast.Expr:
         digits, unit = _NUMBER.match(str(tok)).groups()
         is_float = "." in digits or "e" in digits.lower()
-        value = float(digits) if is_float else int(digits)
+        try:
+            value = float(digits) if is_float else int(digits)
+        except ValueError:  # an integer longer than Python converts (4,300 digits)
+            value = math.inf
         span = self.span(tok)
-        if is_float and value in (float("inf"),):
+        if value == math.inf:  # kept as inf: evaluation treats it as invalid, so one error
             self.diags.append(Diagnostic.error("Number out of range", span, "write a smaller number"))
-            value = 0.0
         if not unit:
             return ast.Number(value, span)
         if unit not in ast.UNITS:  # reported here; evaluation treats it as invalid
@@ -348,7 +351,6 @@ class _Builder:
                     "units are ms, s, m, h (durations) and % (percentages), written right after the number: `20m`, `3%`",
                 )
             )
-        return ast.Quantity(value, unit, span)
         return ast.Quantity(value, unit, span)
 
     def string(self, tok: Token) -> str:

@@ -202,6 +202,7 @@ def build_typed(kind: str, name: str, raw: Raw, scope: Scope, diags) -> Any:
     if kind == "server" and "engine" in raw.values and isinstance(raw.values["engine"].value, str):
         check_args(raw.values["engine"].value, raw.values.get("args"), diags)
     metrics = []
+    nested_ok = True
     for block in raw.nested:
         metric_values = {}
         for item in block.body:
@@ -213,7 +214,9 @@ def build_typed(kind: str, name: str, raw: Raw, scope: Scope, diags) -> Any:
             rule = schema.build_metric(block, checked, diags)
             if rule is not None:
                 metrics.append(rule)
-    if values is None:
+                continue
+        nested_ok = False  # reported; checks that count metrics would only repeat it
+    if values is None or not nested_ok:
         return None
     if kind == "host":
         return schema.build_host(name, values, raw.span)

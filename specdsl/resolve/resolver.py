@@ -161,7 +161,8 @@ class _Resolver:
             for a in raw.asserts:
                 check_assert(
                     a,
-                    has_baseline=baseline is not None,
+                    # a `baseline` that failed to resolve is reported already
+                    has_baseline="baseline" in attrs_,
                     matrix_keys=matrix_keys,
                     variables=tuple(self.vars),
                     user_metrics=tuple(m.name for m in workload.metrics) if workload else (),
@@ -255,6 +256,15 @@ class _Resolver:
 
     def promote(self, item: ast.Attribute | None, is_matrix: bool) -> str | None:
         if item is None:
+            return None
+        if isinstance(item.value, ast.Ref) and item.value.parts[0] == "track" and len(item.value.parts) == 2:
+            self.diags.append(
+                Diagnostic.error(
+                    "`promote` takes the track name as a string",
+                    item.value.span,
+                    f'write `promote = "{item.value.parts[1]}"`; `track.NAME` reads a promoted baseline (`baseline = track.NAME`)',
+                )
+            )
             return None
         v = evaluate(item.value, self.scope, self.diags)
         if v.value is INVALID:

@@ -12,6 +12,7 @@ skip silently so one mistake gives one diagnostic.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import attrs
@@ -120,6 +121,8 @@ def type_name(value: Any) -> str:
 
 def evaluate(expr: ast.Expr, scope: Scope, diags: list[Diagnostic]) -> V:
     span = expr.span
+    if isinstance(expr, (ast.Number, ast.Quantity)) and expr.value in (math.inf, -math.inf):
+        return V(INVALID, span)  # "Number out of range", reported by the builder
     if isinstance(expr, (ast.Number, ast.String, ast.Bool)):
         return V(expr.value, span)
     if isinstance(expr, ast.Quantity):
@@ -256,16 +259,24 @@ def _ref(ref: ast.Ref, scope: Scope, diags: list[Diagnostic]) -> V:
     name = parts[1]
     if kind == "variable":
         if name not in scope.variables:
-            hint = did_you_mean(name, scope.variables) or "declare it with `variable \"" + name + "\" { default = ... }`"
+            hint = _dash_hint(head, name, scope.variables) or did_you_mean(name, scope.variables) or "declare it with `variable \"" + name + "\" { default = ... }`"
             diags.append(Diagnostic.error(f"Unknown variable `{name}`", span, hint))
             return V(INVALID, span)
         value = scope.variables[name]
         return V(value.value, value.span if value.span is not None else span)
     if name not in scope.blocks.get(kind, {}):
-        hint = did_you_mean(name, scope.blocks.get(kind, {}))
+        hint = _dash_hint(head, name, scope.blocks.get(kind, {})) or did_you_mean(name, scope.blocks.get(kind, {}))
         declared = sorted(scope.blocks.get(kind, {}))
         if not hint:
             hint = f"declared {kind}s: {', '.join(declared)}" if declared else f"no {kind} is declared"
         diags.append(Diagnostic.error(f"Unknown {kind} `{name}`", span, hint))
         return V(INVALID, span)
     return V(BlockRef(kind, name), span)
+
+
+def _dash_hint(head: str, name: str, known) -> str:
+    """`var.n-1` reads a name `n-1`: names may contain dashes."""
+    for i, ch in enumerate(name):
+        if ch == "-" and name[:i] in known:
+            return f"`{name}` is one name (names may contain dashes); write `{head}.{name[:i]} - {name[i + 1:]}` with spaces to subtract"
+    return ""

@@ -60,7 +60,7 @@ class _TooDeep(Exception):
 class _LexState(threading.local):
     def __init__(self) -> None:
         self.comments: list[Comment] = []
-        self.depth = 0
+        self.open: list[lark.Token] = []  # brackets opened and not yet closed
 
 
 _lex = _LexState()
@@ -72,14 +72,15 @@ def _on_comment(tok: lark.Token) -> lark.Token:
 
 
 def _on_open(tok: lark.Token) -> lark.Token:
-    _lex.depth += 1
-    if _lex.depth > MAX_NESTING:
+    _lex.open.append(tok)
+    if len(_lex.open) > MAX_NESTING:
         raise _TooDeep(tok)
     return tok
 
 
 def _on_close(tok: lark.Token) -> lark.Token:
-    _lex.depth -= 1
+    if _lex.open:
+        _lex.open.pop()
     return tok
 
 
@@ -139,7 +140,7 @@ def decode(data: bytes, filename: str) -> tuple[str | None, Diagnostic | None]:
 def parse_text(text: str, filename: str, start: str = "start") -> tuple[lark.Tree | None, list[Comment], list[Diagnostic]]:
     """Parse text; returns (tree or None, comments, diagnostics)."""
     _lex.comments = []
-    _lex.depth = 0
+    _lex.open = []
     try:
         tree = get_parser().parse(text, start=start)
     except _TooDeep as exc:
@@ -196,8 +197,10 @@ def _syntax_error(exc: UnexpectedInput, text: str, filename: str) -> Diagnostic:
     lines = text.splitlines() or [""]
     last = len(lines)
     detail = _expected(getattr(exc, "expected", ()) or ())
-    if text.count("{") > text.count("}"):
-        detail = "a `}` is missing: every `{` needs its `}`"
+    if _lex.open:  # the lexer saw every token: these brackets never closed
+        tok = _lex.open[-1]
+        closer = {"{": "}", "[": "]", "(": ")"}[str(tok)]
+        detail = f"a `{closer}` is missing: the `{tok}` at line {tok.line}, column {tok.column} is never closed"
     return Diagnostic.error(
         "Unexpected end of file",
         Span(filename, last, len(lines[-1]) + 1),
@@ -208,7 +211,7 @@ def _syntax_error(exc: UnexpectedInput, text: str, filename: str) -> Diagnostic:
 def _describe(tok: lark.Token) -> str:
     value = str(tok)
     if tok.type in ("NAME", "NUMBER"):
-        return f"{_TOKEN_NAMES.get(tok.type, tok.type)} `{value[:40]}`"
+        return f"{tok.type.lower()} `{value[:40]}`"  # "Unexpected name `in`", not "a name"
     if tok.type == "STRING":
         return f"string {value[:40]}"
     return f"`{value[:40]}`"
