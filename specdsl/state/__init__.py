@@ -13,7 +13,7 @@ from specdsl.state.codec import READERS, decode_state, encode_state
 from specdsl.state.errors import LockError, StaleLockWarning, StateConflict, StateError
 from specdsl.state.lock import LockInfo, force_unlock, locked, read_lock
 from specdsl.state.model import (
-    FORMAT_VERSION, Baseline, Environment, Promotion, RunRecord, ServerRecord, State,
+    FORMAT_VERSION, Baseline, Environment, Promotion, RunRecord, ServerRecord, State, StepRecord,
     new_run_id, utc_now,
 )
 from specdsl.state.statefile import (
@@ -22,7 +22,7 @@ from specdsl.state.statefile import (
 
 __all__ = [
     "FORMAT_VERSION", "READERS", "Baseline", "Environment", "LockError", "LockInfo", "Promotion",
-    "RunRecord", "ServerRecord", "StaleLockWarning", "State", "StateConflict", "StateError",
+    "RunRecord", "ServerRecord", "StaleLockWarning", "State", "StateConflict", "StepRecord", "StateError",
     "atomic_write", "backup_path", "decode_state", "encode_state", "force_unlock", "load_state",
     "locked", "new_run_id", "read_lock", "run_folder", "state_dir_for", "state_path", "utc_now",
     "write_state",

@@ -23,6 +23,8 @@ from specdsl.diag import did_you_mean
 from specdsl.state.errors import StateError
 from specdsl.state.model import (
     FORMAT_VERSION, STATUSES, Baseline, Environment, Promotion, RunRecord, ServerRecord, State,
+    StepRecord,
+    is_mapping,
 )
 
 BACKUP_SUFFIX = ".backup"
@@ -48,6 +50,7 @@ RECORDS: dict[str, tuple[type, dict[str, str]]] = {
         "effective": VALUE_PAIRS, "reason": STR,
     }),
     "baselines": (Baseline, {"track": STR, "run": STR, "experiment": STR, "promoted": STR}),
+    "steps": (StepRecord, {"addr": STR, "kind": STR, "identity": STR, "content": STR, "updated": STR}),
     "promotions": (Promotion, {
         "track": STR, "run": STR, "experiment": STR, "checks": STR_LIST, "previous": OPT_STR,
         "time": STR,
@@ -57,21 +60,11 @@ TOP_KEYS = ("format_version", "lineage", "serial", "results", *RECORDS)
 
 
 # -- writing ----------------------------------------------------------------
-def _is_mapping(value: tuple) -> bool:
-    """Frozen pairs (what a dict freezes to): 2-tuples, str keys, strictly
-    sorted. A list that happens to look like that freezes the same way, so
-    writing it as a table reads back equal."""
-    if not value or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in value):
-        return False
-    keys = [p[0] for p in value]
-    return all(a < b for a, b in zip(keys, keys[1:]))
-
-
 def _encode_value(value: Any) -> Any:
     if isinstance(value, tuple):
-        if _is_mapping(value):
+        if is_mapping(value):
             return {k: _encode_value(v) for k, v in value}
-        return [_encode_value(v) for v in value if v is not None]
+        return [_encode_value(v) for v in value]
     return value
 
 

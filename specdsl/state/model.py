@@ -40,13 +40,26 @@ def new_run_id(time: str | None = None) -> str:
     return f"{stamp}-{uuid.uuid4().hex[:8]}"
 
 
+def is_mapping(value: tuple) -> bool:
+    """Whether a tuple is frozen pairs (what a dict freezes to): 2-tuples with
+    str keys, strictly sorted. A list that happens to look like that is the
+    same value once frozen, so it is written as a table and reads back equal."""
+    if not value or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in value):
+        return False
+    keys = [p[0] for p in value]
+    return all(a < b for a, b in zip(keys, keys[1:]))
+
+
 def freeze_value(value: Any) -> Any:
-    """A config value frozen: dicts become sorted pairs, lists tuples, and
-    None entries of a mapping are dropped (TOML cannot hold None)."""
+    """A config value frozen: dicts (and frozen pairs) become sorted pairs,
+    lists tuples, and None is dropped wherever it appears (TOML cannot hold
+    it; an absent key means the same). Idempotent."""
     if isinstance(value, dict):
         return tuple(sorted((str(k), freeze_value(v)) for k, v in value.items() if v is not None))
-    if isinstance(value, list):
-        return tuple(freeze_value(v) for v in value)
+    if isinstance(value, tuple) and is_mapping(value):
+        return tuple((k, freeze_value(v)) for k, v in value if v is not None)
+    if isinstance(value, (list, tuple)):
+        return tuple(freeze_value(v) for v in value if v is not None)
     return value
 
 
@@ -147,6 +160,28 @@ class Promotion:
     time: str = ""
 
 
+@attrs.frozen
+class StepRecord:
+    """What a step at `addr` last completed with: its identity and its
+    content (canonical JSON text), so a later plan can name the fields that
+    changed (`args.attention-backend: "triton" -> "flashinfer"`)."""
+
+    addr: str
+    kind: str
+    identity: str
+    content: str = "{}"
+    updated: str = ""
+
+    def content_dict(self) -> dict:
+        import json
+
+        try:
+            value = json.loads(self.content)
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
 def _replace(items: tuple, key, item, sort_key=None) -> tuple:
     kept = [x for x in items if key(x) != key(item)] + [item]
     return tuple(sorted(kept, key=sort_key)) if sort_key else tuple(kept)
@@ -170,6 +205,7 @@ class State:
     results: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_str_pairs)
     baselines: tuple[Baseline, ...] = ()
     promotions: tuple[Promotion, ...] = ()
+    steps: tuple[StepRecord, ...] = ()
 
     @classmethod
     def new(cls) -> "State":
@@ -198,6 +234,9 @@ class State:
         run_id = dict(self.results).get(identity)
         return self.run(run_id) if run_id is not None else None
 
+    def step(self, addr: str) -> StepRecord | None:
+        return next((s for s in self.steps if s.addr == addr), None)
+
     def baseline(self, track: str) -> Baseline | None:
         return next((b for b in self.baselines if b.track == track), None)
 
@@ -221,19 +260,27 @@ class State:
     def without_server(self, identity: str) -> "State":
         return attrs.evolve(self, servers=tuple(s for s in self.servers if s.identity != identity))
 
+    def with_step(self, record: StepRecord) -> "State":
+        """Record what the step at `record.addr` completed with."""
+        return attrs.evolve(self, steps=_replace(self.steps, lambda s: s.addr, record, lambda s: s.addr))
+
     def with_run(self, run: RunRecord) -> "State":
         """Append `run` (replacing one with the same id in place). A completed
         run becomes the result of its step identity; a failed or skipped run
-        leaves an earlier result in place."""
+        leaves an earlier result in place. ValueError (a caller bug) when it
+        would turn a baseline's run into a failed or skipped one."""
+        if run.status != "completed" and any(b.run == run.id for b in self.baselines):
+            raise ValueError(f"run {run.id!r} is a baseline; it cannot become {run.status!r}")
         if self.run(run.id) is not None:
             runs = tuple(run if r.id == run.id else r for r in self.runs)
         else:
             runs = self.runs + (run,)
-        results = dict(self.results)
+        results = {k: v for k, v in self.results if v != run.id}  # a replaced run stops being a result
         if run.status == "completed":
             results[run.identity] = run.id
-        elif results.get(run.identity) == run.id:
-            del results[run.identity]
+        else:
+            # a failed rerun keeps the older result, unless it replaced that very run
+            results.update({k: v for k, v in self.results if k == run.identity and v != run.id})
         return attrs.evolve(self, runs=runs, results=results)
 
     def without_result(self, identity: str) -> "State":
@@ -276,6 +323,7 @@ class State:
         dupes("servers", self.servers, lambda s: s.identity)
         dupes("runs", self.runs, lambda r: r.id)
         dupes("baselines", self.baselines, lambda b: b.track)
+        dupes("steps", self.steps, lambda s: s.addr)
         for i, run in enumerate(self.runs):
             if not RUN_ID_RE.match(run.id):
                 out.append((f"runs[{i}].id", f"{run.id!r} is not a valid run id (letters, digits, . _ -)"))

@@ -131,7 +131,11 @@ def write_state(state_dir: Path, state: State, *, lock: LockInfo | None = None) 
     StateConflict and nothing is written. With `lock`, the lock file must
     still be that lock (not force-unlocked meanwhile). The file replaced is
     kept as `state.toml.backup`. StateError (naming the file) when the
-    folder cannot be written; the previous file is then left as it was."""
+    folder cannot be written; the previous file is then left as it was.
+    ValueError (a caller bug) when `state.problems()` is not empty."""
+    problems = state.problems()
+    if problems:  # it would not read back: a bug in the caller, not the user's mistake
+        raise ValueError(f"refusing to write an unsound state: {problems}")
     state_dir = Path(state_dir)
     path = state_path(state_dir)
     ensure_dir(state_dir)

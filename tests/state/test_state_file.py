@@ -259,3 +259,10 @@ def test_run_folder(tmp_path):
     assert run_folder(tmp_path, "20260301T101000Z-aaaa0001") == tmp_path / "runs" / "20260301T101000Z-aaaa0001"
     with pytest.raises(ValueError):
         run_folder(tmp_path, "../etc")
+
+
+def test_unsound_state_is_never_written(state_dir, sample_state):
+    broken = attrs.evolve(sample_state, results={"bench-x": "no-such-run"})
+    with pytest.raises(ValueError, match="unsound"):
+        write_state(state_dir, broken)
+    assert not state_path(state_dir).exists()

@@ -61,3 +61,22 @@ def test_problems_reports_dangling_result_and_bad_run_id(sample_state):
 def test_new_run_id_is_a_folder_name():
     rid = new_run_id("2026-03-01T10:00:00Z")
     assert rid.startswith("20260301T100000Z-") and RUN_ID_RE.match(rid)
+
+
+def test_replacing_a_run_by_id_moves_its_result(sample_state):
+    """Found by hypothesis: a run replaced in place by a failed one with
+    another identity left a result pointing at a failed run."""
+    rid = "20260301T103000Z-aaaa0002"
+    done = attrs.evolve(sample_state.run(rid), status="completed", identity="bench-a", reason="")
+    state = sample_state.with_run(done)
+    assert state.result("bench-a").id == rid
+    state = state.with_run(attrs.evolve(done, identity="bench-b", status="failed"))
+    assert state.result("bench-a") is None and state.result("bench-b") is None
+    assert len(state.runs) == len(sample_state.runs)
+    assert state.problems() == []
+
+
+def test_a_baseline_run_cannot_turn_failed(sample_state):
+    run = sample_state.run("20260301T101000Z-aaaa0001")
+    with pytest.raises(ValueError, match="is a baseline"):
+        sample_state.with_run(attrs.evolve(run, status="failed"))
