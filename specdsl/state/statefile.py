@@ -22,8 +22,8 @@ from pathlib import Path
 import attrs
 
 from specdsl.state.codec import BACKUP_SUFFIX, decode_state, encode_state
-from specdsl.state.errors import StateConflict, StateError
-from specdsl.state.lock import LockInfo, ensure_dir, read_lock
+from specdsl.state.errors import LockError, StateConflict, StateError
+from specdsl.state.lock import LockInfo, ensure_dir, lock_path, pid_alive, read_lock, this_host
 from specdsl.state.model import FORMAT_VERSION, RUN_ID_RE, State
 
 STATE_DIR_NAME = ".specdsl"
@@ -129,7 +129,8 @@ def write_state(state_dir: Path, state: State, *, lock: LockInfo | None = None) 
     `state` must descend from what is on disk: same lineage and serial as the
     current file (serial 0 and no file for a `State.new()`), else
     StateConflict and nothing is written. With `lock`, the lock file must
-    still be that lock (not force-unlocked meanwhile). The file replaced is
+    still be that lock (not force-unlocked meanwhile); without, a lock held
+    by another live process is a LockError. The file replaced is
     kept as `state.toml.backup`. StateError (naming the file) when the
     folder cannot be written; the previous file is then left as it was.
     ValueError (a caller bug) when `state.problems()` is not empty."""
@@ -139,8 +140,12 @@ def write_state(state_dir: Path, state: State, *, lock: LockInfo | None = None) 
     state_dir = Path(state_dir)
     path = state_path(state_dir)
     ensure_dir(state_dir)
-    if lock is not None:
-        holder = read_lock(state_dir)
+    holder = read_lock(state_dir)
+    if lock is None:
+        if holder is not None and (holder.host, holder.pid) != (this_host(), os.getpid()) and (
+                holder.host != this_host() or pid_alive(holder.pid)):
+            raise LockError(lock_path(state_dir), holder)
+    else:
         if holder is None or holder.id != lock.id:
             raise StateConflict(path, f"This {lock.operation!r} no longer holds the state lock "
                                 "(it was force-unlocked); nothing was written",

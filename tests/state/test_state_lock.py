@@ -152,3 +152,15 @@ def test_two_processes_race_exactly_one_wins(state_dir, attempt):
     assert outcomes == ["locked", "won"]
     assert load_state(state_dir).serial == 1
     assert read_lock(state_dir) is None
+
+
+def test_write_without_the_lock_while_another_process_holds_it(state_dir, sample_state):
+    proc, lock_id = _holder(state_dir, "hold")
+    try:
+        with pytest.raises(LockError, match=lock_id):
+            write_state(state_dir, sample_state)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert load_state(state_dir) is None
+    assert write_state(state_dir, sample_state).serial == 1  # free again
