@@ -22,7 +22,10 @@ class Sources:
 
     texts: dict[str, str] = attrs.Factory(dict)
     files: list[ast.File] = attrs.Factory(list)
-    digests: dict[str, str] = attrs.Factory(dict)  # display name -> sha256 of the bytes
+    # path relative to the root spec's folder -> sha256 of the bytes, so the
+    # digest is the same from any working directory and on any machine
+    digests: dict[str, str] = attrs.Factory(dict)
+    root: Path | None = None
 
     def digest(self) -> str:
         """One hash over every file read (imports and variable files included)."""
@@ -53,7 +56,8 @@ def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic],
     except OSError as exc:
         diags.append(Diagnostic.error(f"Cannot read {shown}: {exc.strerror}", at))
         return None
-    sources.digests[shown] = hashlib.sha256(data).hexdigest()
+    base = sources.root.parent if sources.root is not None else path.parent
+    sources.digests[os.path.relpath(path.resolve(), base.resolve())] = hashlib.sha256(data).hexdigest()
     file, errors, text = parse_bytes(data, shown, start)
     if text is not None:
         sources.texts[shown] = text
@@ -63,7 +67,7 @@ def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic],
 
 def load_tree(root: Path, diags: list[Diagnostic]) -> Sources:
     """The root file and everything it imports, depth first, each once."""
-    sources = Sources()
+    sources = Sources(root=Path(root))
     done: set[Path] = set()
 
     def visit(path: Path, chain: list[Path], at: Span | None) -> None:

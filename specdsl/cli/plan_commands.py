@@ -1,0 +1,188 @@
+"""`specdsl plan`, `show`, `graph`, `state list|show`, `force-unlock`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec
+from specdsl.cli.lang_commands import add_var_args
+from specdsl.engine.refresh import from_state, refresh
+from specdsl.graph.build import build_graph
+from specdsl.plan.diff import make_plan
+from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
+from specdsl.plan.render import render_json, render_text
+from specdsl.state import LockError, StateError, load_state, state_dir_for
+from specdsl.state import commands as state_commands
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("plan", help="show what apply would do, against recorded state")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("-o", "--out", metavar="PLANFILE", help="save the plan (TOML) for `specdsl apply PLANFILE`")
+    p.add_argument("--json", action="store_true", help="machine-readable plan on stdout (schema: docs/plan.md)")
+    p.add_argument("--detailed-exitcode", action="store_true", help="exit 0 no changes, 2 changes, 1 error")
+    p.add_argument("--no-refresh", action="store_true", help="plan from recorded state alone; contact no host")
+    add_common(p)
+    p.set_defaults(handler=cmd_plan)
+
+    p = sub.add_parser("show", help="print a saved plan")
+    p.add_argument("planfile", metavar="PLANFILE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("graph", help="print the step graph as DOT")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--no-refresh", action="store_true")
+    add_common(p, target=False)
+    p.set_defaults(handler=cmd_graph)
+
+    p = sub.add_parser("state", help="inspect recorded state")
+    ssub = p.add_subparsers(dest="state_command", metavar="SUBCOMMAND", parser_class=type(p))
+    ssub.required = True
+    q = ssub.add_parser("list", help="one address per line")
+    q.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
+    q.set_defaults(handler=cmd_state_list)
+    q = ssub.add_parser("show", help="one resource")
+    q.add_argument("addr", metavar="ADDR")
+    q.add_argument("--state", metavar="DIR", default=".specdsl")
+    q.set_defaults(handler=cmd_state_show)
+
+    p = sub.add_parser("force-unlock", help="remove a state lock left by a process on another host")
+    p.add_argument("lock_id", metavar="ID")
+    p.add_argument("--state", metavar="DIR", default=".specdsl")
+    p.set_defaults(handler=cmd_force_unlock)
+
+
+def add_common(p, target: bool = True) -> None:
+    add_var_args(p)
+    p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside the spec)")
+    if target:
+        p.add_argument("--target", action="append", default=[], metavar="NAME", help="only this experiment (and what it needs)")
+        p.add_argument("--rerun", action="store_true", help="run benchmarks again even when results are recorded")
+
+
+def read_state(args):
+    """(state dir, State or None); raises StateError."""
+    state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
+    return state_dir, load_state(state_dir)
+
+
+def build_plan(args, loaded, state, *, no_refresh: bool):
+    graph = build_graph(loaded.resolved.config)
+    if graph.diags:
+        from specdsl.cli.views import print_diags
+
+        print_diags(graph.diags, {})
+        return None, None
+    known = {e.name for e in loaded.resolved.config.experiments} | {e.group for e in loaded.resolved.config.experiments}
+    for target in getattr(args, "target", []):
+        if target not in known:
+            from specdsl.diag import did_you_mean
+
+            error(f"--target {target}: no experiment of that name. {did_you_mean(target, known)}".rstrip())
+            return None, None
+    fresh = from_state(state) if no_refresh else refresh(state)
+    plan = make_plan(
+        graph,
+        state,
+        fresh,
+        spec=loaded.spec,
+        spec_digest=loaded.digest,
+        variables=loaded.variables,
+        rerun=getattr(args, "rerun", False),
+        targets=tuple(getattr(args, "target", [])),
+    )
+    return graph, plan
+
+
+def cmd_plan(args) -> int:
+    loaded = load_spec(args)
+    if loaded is None:
+        return EXIT_ERROR
+    try:
+        _, state = read_state(args)
+    except StateError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
+    if plan is None:
+        return EXIT_ERROR
+    sys.stdout.write(render_json(plan) if args.json else render_text(plan))
+    if args.out:
+        try:
+            write_plan(Path(args.out), plan)
+        except OSError as exc:
+            error(f"cannot write {args.out}: {exc.strerror}")
+            return EXIT_ERROR
+        if not args.json:
+            print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
+    if args.detailed_exitcode:
+        return EXIT_CHANGES if plan.has_changes else EXIT_OK
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    try:
+        plan = read_plan(Path(args.planfile))
+    except PlanFileError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    sys.stdout.write(render_json(plan) if args.json else render_text(plan))
+    return EXIT_OK
+
+
+def cmd_graph(args) -> int:
+    loaded = load_spec(args)
+    if loaded is None:
+        return EXIT_ERROR
+    try:
+        _, state = read_state(args)
+    except StateError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
+    if plan is None:
+        return EXIT_ERROR
+    sys.stdout.write(to_dot(graph, plan))
+    return EXIT_OK
+
+
+def to_dot(graph, plan) -> str:
+    lines = ["digraph specdsl {", "  rankdir=LR;", "  node [shape=box, fontname=monospace];"]
+    for change in plan.changes:
+        label = f"{change.action.value} {change.addr}"
+        style = ', style=dashed' if change.action.value == "=" else ""
+        lines.append(f'  "{change.addr}" [label="{_dot_escape(label)}"{style}];')
+    for a, b in sorted(graph.dag.edges()):
+        kind = "dotted" if a in graph.steps[b].after and a not in graph.steps[b].deps else "solid"
+        lines.append(f'  "{a}" -> "{b}"' + (" [style=dotted];" if kind == "dotted" else ";"))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def cmd_state_list(args) -> int:
+    return _emit(*state_commands.cmd_state_list(Path(args.state)))
+
+
+def cmd_state_show(args) -> int:
+    return _emit(*state_commands.cmd_state_show(Path(args.state), args.addr))
+
+
+def cmd_force_unlock(args) -> int:
+    return _emit(*state_commands.cmd_force_unlock(Path(args.state), args.lock_id))
+
+
+def _emit(code: int, text: str) -> int:
+    if code == 0:
+        sys.stdout.write(text)
+    else:
+        print(text.rstrip("\n"), file=sys.stderr)
+    return code
+
+
+__all__ = ["add_parsers", "EXIT_CONFLICT", "LockError"]

@@ -1,0 +1,68 @@
+"""Refresh: ask the hosts what still exists before planning.
+
+For each environment in state: does its interpreter still exist? For each
+server: is its process alive and does it answer HTTP? The answer is a
+`plan.model.Refresh` (identities alive + drift notes); planning itself stays
+pure. `--no-refresh` uses `from_state`: what state records is taken as true.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import requests
+
+from specdsl.hosts.http import session
+from specdsl.plan.model import Refresh
+
+
+def from_state(state) -> Refresh:
+    if state is None:
+        return Refresh()
+    return Refresh(frozenset(e.identity for e in state.environments), frozenset(s.identity for s in state.servers))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def server_answers(base_url: str, timeout: float = 2.0) -> bool:
+    try:
+        with session() as http:
+            for path in ("/health", "/v1/models"):
+                resp = http.get(base_url.rstrip("/") + path, timeout=timeout)
+                if resp.status_code < 500:
+                    return True
+    except requests.RequestException:  # any transport failure means: does not answer
+        return False
+    return False
+
+
+def refresh(state) -> Refresh:
+    if state is None:
+        return Refresh()
+    envs, servers, drift = set(), set(), []
+    for env in state.environments:
+        if env.host != "local":
+            envs.add(env.identity)  # remote hosts are not asked yet: trust state
+            continue
+        if Path(env.python).exists():
+            envs.add(env.identity)
+        else:
+            drift.append(f"environment {env.identity[:12]} was recorded at {env.path}, is missing: will re-create if needed")
+    for srv in state.servers:
+        if srv.host != "local":
+            servers.add(srv.identity)
+            continue
+        if _pid_alive(srv.pid) and server_answers(srv.base_url):
+            servers.add(srv.identity)
+        else:
+            drift.append(f"server {srv.addr} was recorded running (pid {srv.pid}, {srv.base_url}), does not answer: will relaunch if needed")
+    return Refresh(frozenset(envs), frozenset(servers), tuple(drift))

@@ -1,0 +1,259 @@
+"""Graph + state + refresh -> Plan. Pure: no clock, no network, no disk.
+
+Each step gets an action and a reason, decided in dependency order so a
+step knows what happens upstream:
+- benchmark: `=` when a completed result with its identity is recorded,
+  else `>` (with the fields that changed since the recorded run);
+- launch: needed only while one of its benchmarks runs (or `keep_running`):
+  `=` when a server with its identity answers, `-/+` when the recorded server
+  at its address has another identity, else `+`;
+- provision: needed only for a launch that starts a server: `=` when the
+  environment exists, `-/+` / `+` as for launch;
+- preflight: `>` when its host starts a server, else `=`;
+- check: `?` always (cheap, re-evaluated); promote: `!` unless the track's
+  baseline is already this result; teardown: `-` when a server will be
+  running at the end of the walk and is not kept.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from specdsl.graph.build import Graph
+from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
+
+_DECIDE = {"benchmark": 0, "launch": 1, "provision": 2, "preflight": 3, "check": 4, "promote": 5, "teardown": 6}
+_UPSTREAM_KEYS = {"host": "preflight", "provision": "provision", "launch": "launch", "benchmark": "benchmark"}
+
+
+def flatten(content: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> {"a.b": value}; lists and empty maps stay whole values."""
+    if isinstance(content, dict) and content:
+        out: dict[str, Any] = {}
+        for key in sorted(content):
+            out.update(flatten(content[key], f"{prefix}.{key}" if prefix else key))
+        return out
+    return {prefix: content}
+
+
+def field_changes(before: dict, after: dict) -> tuple[FieldChange, ...]:
+    a, b = flatten(before), flatten(after)
+    out = []
+    for path in sorted(set(a) | set(b)):
+        if a.get(path) != b.get(path):
+            out.append(FieldChange(_short(path), a.get(path), b.get(path)))
+    return tuple(out)
+
+
+def _short(path: str) -> str:
+    # "server.args.attention-backend" -> "args.attention-backend"
+    head, _, rest = path.partition(".")
+    return rest if head in ("server", "stack", "workload") and rest else path
+
+
+def fmt_value(value: Any) -> str:
+    if value is None:
+        return "(none)"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def describe(fields: tuple[FieldChange, ...], upstream: dict[str, str]) -> str:
+    """`args.attention-backend: "triton" -> "flashinfer"`, or the upstream
+    step that changes, when that is the trigger."""
+    parts = []
+    for f in fields:
+        if f.path in _UPSTREAM_KEYS:
+            parts.append(f"{upstream.get(f.path, f.path)} changes")
+        elif isinstance(f.before, list) and isinstance(f.after, list):
+            added = [x for x in f.after if x not in f.before]
+            removed = [x for x in f.before if x not in f.after]
+            bits = [f"+{fmt_value(x)}" for x in added] + [f"-{fmt_value(x)}" for x in removed]
+            parts.append(f"{f.path}: " + (" ".join(bits) if bits else "reordered"))
+        else:
+            parts.append(f"{f.path}: {fmt_value(f.before)} -> {fmt_value(f.after)}")
+    return ", ".join(parts)
+
+
+def make_plan(
+    graph: Graph,
+    state,
+    refresh: Refresh,
+    *,
+    spec: str,
+    spec_digest: str,
+    variables: dict[str, str] | None = None,
+    rerun: bool = False,
+    targets: tuple[str, ...] = (),
+) -> Plan:
+    order = graph.order()
+    selected = _select(graph, targets)
+    actions: dict[str, Action] = {}
+    changes: dict[str, Change] = {}
+    results = dict(state.results) if state is not None else {}
+    steps_recorded = {s.addr: s for s in getattr(state, "steps", ())} if state is not None else {}
+    dependants: dict[str, list[str]] = {a: sorted(graph.dag.successors(a)) for a in order}
+
+    def upstream_names(step) -> dict[str, str]:
+        names = {}
+        for dep in step.deps:
+            names[graph.steps[dep].kind if graph.steps[dep].kind != "preflight" else "host"] = dep
+        return names
+
+    def changed_fields(step):
+        prior = steps_recorded.get(step.addr)
+        if prior is None or prior.identity == step.identity:
+            return prior, ()
+        return prior, field_changes(prior.content_dict(), step.content)
+
+    # Decide bottom-up needs: benchmarks first (they decide what must run).
+    bench_runs: set[str] = set()
+    for addr in order:
+        step = graph.steps[addr]
+        if step.kind != "benchmark" or addr not in selected:
+            continue
+        if rerun or step.identity not in results:
+            bench_runs.add(addr)
+
+    running_at_end: set[str] = set()
+    # Decide in need order (a launch needs to know its benchmarks, a
+    # provision its launches); emit in topological order below.
+    decide = sorted((a for a in order if a in selected), key=lambda a: (_DECIDE[graph.steps[a].kind], a))
+    for addr in decide:
+        step = graph.steps[addr]
+        kind = step.kind
+        prior, fields = changed_fields(step)
+        reason = describe(fields, upstream_names(step))
+        if kind == "benchmark":
+            if addr in bench_runs:
+                action = Action.RUN
+                if rerun and step.identity in results:
+                    reason = f"rerun requested (results recorded in run {results[step.identity]})"
+                elif not reason:
+                    reason = "no results recorded yet"
+            else:
+                action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
+        elif kind == "launch":
+            needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
+            alive = step.identity in refresh.servers
+            if alive:  # running now; its teardown (unless kept) stops it
+                action, reason = Action.REUSE, "running and answering"
+                running_at_end.add(addr)
+            elif not needed:
+                action, reason = Action.REUSE, "not needed: every benchmark of this server has results"
+            else:
+                running_at_end.add(addr)
+                if fields:
+                    action = Action.REPLACE
+                else:
+                    action = Action.CREATE
+                    if prior is not None:
+                        reason = "recorded server is not running: will launch"
+                    else:
+                        reason = "new server"
+        elif kind == "provision":
+            needed = any(actions.get(d) in (Action.CREATE, Action.REPLACE) for d in dependants[addr] if graph.steps[d].kind == "launch")
+            exists = step.identity in refresh.environments
+            if exists:
+                action, reason = Action.REUSE, "environment exists"
+            elif not needed:
+                action, reason = Action.REUSE, "not needed: no server of this stack has to start"
+            elif fields:
+                action = Action.REPLACE
+            else:
+                action = Action.CREATE
+                reason = "recorded environment is missing: will re-create" if prior is not None else _stack_summary(step)
+        elif kind == "preflight":
+            action, reason = Action.REUSE, "nothing to start on this host"
+        elif kind == "check":
+            action = Action.CHECK
+            reads = [d for d in step.deps]
+            base = step.content.get("baseline")
+            if isinstance(base, dict) and "track" in base:
+                reads.append(f"track {base['track']} baseline")
+            reason = "reads " + ", ".join(reads)
+        elif kind == "promote":
+            exp = step.payload["experiment"]
+            bench_addr = graph.by_experiment[exp.name]["benchmark"]
+            bench_identity = graph.steps[bench_addr].identity
+            current = _baseline_run(state, exp.promote)
+            if current is not None and current == results.get(bench_identity) and bench_addr not in bench_runs:
+                action, reason = Action.REUSE, f"track {exp.promote} already has this result"
+            else:
+                action, reason = Action.PROMOTE, f"to track {exp.promote} when every check passes"
+        else:  # teardown
+            launch_addr = step.payload["launch"]
+            if launch_addr in running_at_end:
+                action, reason = Action.DESTROY, "stop the server after its benchmarks"
+            else:
+                action, reason = Action.REUSE, "nothing running"
+        actions[addr] = action
+        changes[addr] = Change(addr, kind, action, reason, step.identity, fields, step.deps, step.after, step.experiments, step.host)
+
+    # preflight depends on what its host starts: decide it last.
+    for addr, change in list(changes.items()):
+        if change.kind != "preflight":
+            continue
+        starts = [d for d in graph.downstream(addr) if graph.steps[d].kind in ("provision", "launch") and actions.get(d) in (Action.CREATE, Action.REPLACE)]
+        if starts:
+            changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
+                                   change.identity, (), change.deps, change.after, change.experiments, change.host)
+
+    drift = tuple(refresh.drift)
+    lineage = state.lineage if state is not None else None
+    serial = state.serial if state is not None else 0
+    return Plan(
+        spec=spec,
+        spec_digest=spec_digest,
+        variables=tuple(sorted((variables or {}).items())),
+        lineage=lineage,
+        serial=serial,
+        changes=tuple(changes[a] for a in order if a in changes),
+        drift=drift,
+        rerun=rerun,
+        targets=tuple(targets),
+    )
+
+
+def _baseline_run(state, track: str) -> str | None:
+    if state is None:
+        return None
+    for b in state.baselines:
+        if b.track == track:
+            return b.run
+    return None
+
+
+def _stack_summary(step) -> str:
+    stack = step.content["stack"]
+    bits = [f"python {stack['python']}"]
+    if stack.get("cuda"):
+        bits.append(f"cuda {stack['cuda']}")
+    n = len(stack["packages"])
+    bits.append(f"{n} package{'s' if n != 1 else ''}")
+    return "new environment: " + ", ".join(bits)
+
+
+def _select(graph: Graph, targets: tuple[str, ...]) -> set[str]:
+    """Every step, or with --target only the targets' steps and what they need."""
+    if not targets:
+        return set(graph.steps)
+    chosen: set[str] = set()
+    for exp, addrs in graph.by_experiment.items():
+        group = exp.split("[", 1)[0]
+        if exp in targets or group in targets:
+            for a in addrs.values():
+                for addr in (a if isinstance(a, tuple) else (a,)):
+                    chosen.add(addr)
+                    chosen |= _ancestors(graph, addr)
+    # the teardown of a chosen launch
+    for addr, step in graph.steps.items():
+        if step.kind == "teardown" and step.payload["launch"] in chosen:
+            chosen.add(addr)
+    return chosen
+
+
+def _ancestors(graph: Graph, addr: str) -> set[str]:
+    import networkx as nx
+
+    return set(nx.ancestors(graph.dag, addr))

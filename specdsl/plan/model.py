@@ -1,0 +1,100 @@
+"""The Plan: what apply would do to each step, and why.
+
+Every change has an `Action` (its value is the symbol the UI shows) and a
+reason that names the trigger and the fields that differ.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+PLAN_FORMAT = 1
+
+
+class Action(enum.Enum):
+    CREATE = "+"
+    REPLACE = "-/+"
+    REUSE = "="
+    RUN = ">"
+    CHECK = "?"
+    PROMOTE = "!"
+    DESTROY = "-"
+
+    @property
+    def word(self) -> str:
+        return _WORDS[self]
+
+
+_WORDS = {
+    Action.CREATE: "create",
+    Action.REPLACE: "replace",
+    Action.REUSE: "reuse",
+    Action.RUN: "run",
+    Action.CHECK: "check",
+    Action.PROMOTE: "promote",
+    Action.DESTROY: "destroy",
+}
+# Actions that change something: a plan made only of the others is "no changes".
+CHANGING = frozenset({Action.CREATE, Action.REPLACE, Action.RUN, Action.PROMOTE, Action.DESTROY})
+
+
+@attrs.frozen
+class FieldChange:
+    path: str
+    before: Any
+    after: Any
+
+
+@attrs.frozen
+class Change:
+    addr: str
+    kind: str
+    action: Action
+    reason: str
+    identity: str
+    fields: tuple[FieldChange, ...] = ()
+    deps: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+    experiments: tuple[str, ...] = ()
+    host: str = "local"
+
+
+@attrs.frozen
+class Plan:
+    spec: str
+    spec_digest: str
+    variables: tuple[tuple[str, str], ...]
+    lineage: str | None
+    serial: int
+    changes: tuple[Change, ...]
+    drift: tuple[str, ...] = ()
+    rerun: bool = False
+    targets: tuple[str, ...] = ()
+    format_version: int = PLAN_FORMAT
+
+    def summary(self) -> dict[str, int]:
+        counts = {a.word: 0 for a in Action}
+        for c in self.changes:
+            counts[c.action.word] += 1
+        return counts
+
+    @property
+    def has_changes(self) -> bool:
+        return any(c.action in CHANGING for c in self.changes)
+
+    def change(self, addr: str) -> Change | None:
+        return next((c for c in self.changes if c.addr == addr), None)
+
+
+@attrs.frozen
+class Refresh:
+    """What the hosts said still exists, gathered before planning (or taken
+    from state alone with --no-refresh). `environments` and `servers` are
+    identities found alive; `drift` explains each difference from state."""
+
+    environments: frozenset[str] = frozenset()
+    servers: frozenset[str] = frozenset()
+    drift: tuple[str, ...] = ()

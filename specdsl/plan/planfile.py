@@ -1,0 +1,127 @@
+"""Saved plans: `specdsl plan FILE -o plans/NAME.plan.toml`.
+
+TOML, versioned (`format_version`), with a checksum over the body so a
+hand-edited plan is refused rather than applied. Field values that TOML
+cannot hold (None, mixed lists) are stored as JSON text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from pathlib import Path
+
+import tomli_w
+
+from specdsl.plan.model import PLAN_FORMAT, Action, Change, FieldChange, Plan
+
+
+class PlanFileError(Exception):
+    """A plan file that cannot be used; the message says why and what to do."""
+
+
+def _body(plan: Plan) -> dict:
+    body = {
+        "spec": plan.spec,
+        "spec_digest": plan.spec_digest,
+        "variables": dict(plan.variables),
+        "serial": plan.serial,
+        "rerun": plan.rerun,
+        "targets": list(plan.targets),
+        "drift": list(plan.drift),
+        "changes": [
+            {
+                "addr": c.addr,
+                "kind": c.kind,
+                "action": c.action.value,
+                "reason": c.reason,
+                "identity": c.identity,
+                "deps": list(c.deps),
+                "after": list(c.after),
+                "experiments": list(c.experiments),
+                "host": c.host,
+                "fields": [{"path": f.path, "before": json.dumps(f.before), "after": json.dumps(f.after)} for f in c.fields],
+            }
+            for c in plan.changes
+        ],
+    }
+    if plan.lineage:
+        body["lineage"] = plan.lineage
+    return body
+
+
+def _checksum(body: dict) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def dumps(plan: Plan) -> str:
+    body = _body(plan)
+    doc = {"format_version": PLAN_FORMAT, "checksum": _checksum(body), **body}
+    return "# specdsl saved plan: apply it with `specdsl apply THIS_FILE`; do not edit.\n" + tomli_w.dumps(doc)
+
+
+def write_plan(path: Path, plan: Plan) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(dumps(plan))
+    tmp.replace(path)
+
+
+def read_plan(path: Path) -> Plan:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise PlanFileError(f"{path}: no such plan file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlanFileError(f"{path}: cannot read the plan file ({exc})") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PlanFileError(f"{path}: not a valid plan file ({exc}); make a new one with `specdsl plan SPEC -o {path}`") from None
+    version = doc.get("format_version")
+    if not isinstance(version, int):
+        raise PlanFileError(f"{path}: not a specdsl plan file (no format_version)")
+    if version > PLAN_FORMAT:
+        raise PlanFileError(f"{path}: written by a newer specdsl (plan format {version}, this one reads {PLAN_FORMAT}); upgrade specdsl")
+    if version != PLAN_FORMAT:
+        raise PlanFileError(f"{path}: plan format {version} is not supported; make a new plan")
+    checksum = doc.pop("checksum", None)
+    doc.pop("format_version")
+    if checksum != _checksum(doc):
+        raise PlanFileError(f"{path}: the plan file was changed after it was written; make a new plan with `specdsl plan`")
+    try:
+        return _from_body(doc)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanFileError(f"{path}: malformed plan file ({exc}); make a new plan") from None
+
+
+def _from_body(doc: dict) -> Plan:
+    changes = []
+    for c in doc["changes"]:
+        fields = tuple(FieldChange(f["path"], json.loads(f["before"]), json.loads(f["after"])) for f in c["fields"])
+        changes.append(
+            Change(
+                addr=c["addr"],
+                kind=c["kind"],
+                action=Action(c["action"]),
+                reason=c["reason"],
+                identity=c["identity"],
+                fields=fields,
+                deps=tuple(c["deps"]),
+                after=tuple(c["after"]),
+                experiments=tuple(c["experiments"]),
+                host=c["host"],
+            )
+        )
+    return Plan(
+        spec=doc["spec"],
+        spec_digest=doc["spec_digest"],
+        variables=tuple(sorted(doc["variables"].items())),
+        lineage=doc.get("lineage"),
+        serial=doc["serial"],
+        changes=tuple(changes),
+        drift=tuple(doc["drift"]),
+        rerun=doc["rerun"],
+        targets=tuple(doc["targets"]),
+    )

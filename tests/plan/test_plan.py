@@ -1,0 +1,115 @@
+"""Plans: actions, reasons, sharing, determinism, no-change re-plans."""
+
+import attrs
+
+from specdsl.plan.model import Action
+from specdsl.plan.render import render_json, render_text
+from specdsl.state import StepRecord
+
+from plan_helpers import SPEC, applied_state, plan_for, resolve_text
+
+
+def actions(plan):
+    return {c.addr: c.action for c in plan.changes}
+
+
+def test_empty_state_plans_everything(spec_cfg):
+    graph, plan = plan_for(spec_cfg)
+    acts = actions(plan)
+    assert acts["provision.s"] is Action.CREATE  # one environment shared by both experiments
+    assert [a for a in acts if a.startswith("provision.")] == ["provision.s"]
+    assert acts["launch.tiny"] is Action.CREATE and acts["launch.tiny/cand"] is Action.CREATE
+    assert acts["benchmark.base"] is Action.RUN and acts["benchmark.cand"] is Action.RUN
+    assert acts["check.cand.faster"] is Action.CHECK
+    assert acts["promote.cand"] is Action.PROMOTE
+    assert acts["teardown.tiny"] is Action.DESTROY
+    assert acts["preflight.local"] is Action.RUN
+    assert plan.has_changes
+    # the baseline's benchmark runs first: an ordering edge
+    assert "benchmark.base" in graph.steps["benchmark.cand"].after
+    assert set(graph.steps["check.cand.faster"].deps) == {"benchmark.cand", "benchmark.base"}
+
+
+def test_applied_state_gives_no_changes(spec_cfg):
+    graph, _ = plan_for(spec_cfg)
+    state = applied_state(graph)
+    state = state.with_promotion("prod", state.result(graph.steps["benchmark.cand"].identity).id, ["faster"])
+    _, plan = plan_for(spec_cfg, state)
+    assert not plan.has_changes, render_text(plan)
+    assert actions(plan)["launch.tiny"] is Action.REUSE
+    assert "No changes." in render_text(plan)
+
+
+def test_changed_server_arg_replaces_launch_with_reason(tmp_path, spec_cfg):
+    graph, _ = plan_for(spec_cfg)
+    state = applied_state(graph)
+    changed = resolve_text(tmp_path, SPEC.replace('attention-backend = "flashinfer"', 'attention-backend = "fa3"'), "y.spec")
+    _, plan = plan_for(changed, state)
+    launch = plan.change("launch.tiny/cand")
+    assert launch.action is Action.REPLACE
+    assert launch.reason == 'args.attention-backend: "flashinfer" -> "fa3"'
+    bench = plan.change("benchmark.cand")
+    assert bench.action is Action.RUN and bench.reason == "launch.tiny/cand changes"
+    assert plan.change("benchmark.base").action is Action.REUSE
+    assert plan.change("launch.tiny").action is Action.REUSE
+    assert plan.change("provision.s").action is Action.REUSE
+
+
+def test_changed_package_replaces_provision_and_downstream_only(tmp_path, spec_cfg):
+    graph, _ = plan_for(spec_cfg)
+    state = applied_state(graph)
+    changed = resolve_text(tmp_path, SPEC.replace("transformers==5.19.0", "transformers==5.20.0"), "y.spec")
+    _, plan = plan_for(changed, state)
+    prov = plan.change("provision.s")
+    assert prov.action is Action.REPLACE
+    assert prov.reason == 'packages: +"transformers==5.20.0" -"transformers==5.19.0"'
+    assert plan.change("launch.tiny").action is Action.REPLACE
+    assert plan.change("benchmark.base").action is Action.RUN
+
+
+def test_rerun_forces_benchmarks(spec_cfg):
+    graph, _ = plan_for(spec_cfg)
+    state = applied_state(graph)
+    _, plan = plan_for(spec_cfg, state, rerun=True)
+    assert plan.change("benchmark.base").action is Action.RUN
+    assert plan.change("benchmark.base").reason.startswith("rerun requested")
+    assert plan.change("launch.tiny").action is Action.CREATE
+
+
+def test_target_limits_to_experiment_and_upstream(spec_cfg):
+    _, plan = plan_for(spec_cfg, targets=("base",))
+    addrs = {c.addr for c in plan.changes}
+    assert "benchmark.base" in addrs and "provision.s" in addrs and "teardown.tiny" in addrs
+    assert "benchmark.cand" not in addrs and "promote.cand" not in addrs
+
+
+def test_dead_server_is_relaunched(spec_cfg):
+    graph, _ = plan_for(spec_cfg)
+    state = applied_state(graph, keep_servers=True)
+    # refresh says nothing answers: benchmarks cached, so nothing is needed...
+    from specdsl.plan.model import Refresh
+
+    _, plan = plan_for(spec_cfg, state, refresh=Refresh(frozenset(e.identity for e in state.environments), frozenset(), ("server gone",)))
+    assert plan.change("launch.tiny").action is Action.REUSE
+    assert plan.drift == ("server gone",)
+    # ...but a rerun needs it, and says the recorded server is not running
+    _, plan = plan_for(spec_cfg, state, refresh=Refresh(frozenset(e.identity for e in state.environments), frozenset()), rerun=True)
+    assert plan.change("launch.tiny").action is Action.CREATE
+    assert "not running" in plan.change("launch.tiny").reason
+
+
+def test_plan_output_is_deterministic(spec_cfg, tmp_path):
+    _, a = plan_for(spec_cfg)
+    again = resolve_text(tmp_path, SPEC, "z.spec")
+    _, b = plan_for(again)
+    assert render_text(a) == render_text(b)
+    assert render_json(a) == render_json(b)
+
+
+def test_identity_ignores_names_and_arg_order(tmp_path):
+    a = resolve_text(tmp_path, SPEC, "a.spec")
+    b = resolve_text(tmp_path, SPEC.replace('stack "s"', 'stack "renamed"').replace("stack.s", "stack.renamed"), "b.spec")
+    ga, _ = plan_for(a)
+    gb, _ = plan_for(b)
+    assert ga.steps["provision.s"].identity == gb.steps["provision.renamed"].identity
+    assert ga.steps["benchmark.cand"].identity == gb.steps["benchmark.cand"].identity
