@@ -208,6 +208,8 @@ READERS: dict[int, Callable[[dict, Path], State]] = {1: _read_v1}
 
 def _restore_hint(path: Path) -> str:
     backup = path.with_name(path.name + BACKUP_SUFFIX)
+    if not backup.exists():
+        return "fix the file by hand (there is no backup: it has been written only once)"
     return (f"fix the file by hand, or restore the previous version with `cp {backup} {path}` "
             "(it is one write older)")
 

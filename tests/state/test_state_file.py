@@ -266,3 +266,10 @@ def test_unsound_state_is_never_written(state_dir, sample_state):
     with pytest.raises(ValueError, match="unsound"):
         write_state(state_dir, broken)
     assert not state_path(state_dir).exists()
+
+
+def test_hint_without_a_backup(state_dir, sample_state):
+    write_state(state_dir, sample_state)
+    state_path(state_dir).write_text("format_version = 1\nlineage = ")
+    with pytest.raises(StateError, match="there is no backup"):
+        load_state(state_dir)
