@@ -97,6 +97,10 @@ class Host(Protocol):
         confirm no process of the group remains (else `HostError`)."""
         ...
 
+    def returncode(self, handle: ProcessHandle) -> int | None:
+        """The exit status of a process this host started and saw end, else None."""
+        ...
+
     def group_pids(self, pgid: int) -> list[int]:
         """Live (non-zombie) processes of a process group."""
         ...

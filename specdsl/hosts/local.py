@@ -71,6 +71,7 @@ class LocalHost:
 
     def __init__(self) -> None:
         self._children: dict[int, subprocess.Popen] = {}
+        self._exited: dict[int, int] = {}
         self._lock = threading.Lock()
 
     # -- commands -----------------------------------------------------------
@@ -170,6 +171,20 @@ class LocalHost:
         stat = _proc_stat(handle.pid)
         return stat is not None and stat[0] != "Z" and stat[1] == handle.pgid
 
+    def returncode(self, handle: ProcessHandle) -> int | None:
+        """See `Host.returncode`."""
+        with self._lock:
+            proc = self._children.get(handle.pid)
+        if proc is None:
+            return self._exited.get(handle.pid)
+        code = proc.poll()
+        if code is not None:
+            self._remember_exit(handle.pid, code)
+        return code
+
+    def _remember_exit(self, pid: int, code: int) -> None:
+        self._exited[pid] = code
+
     def group_pids(self, pgid: int) -> list[int]:
         """See `Host.group_pids`."""
         self._reap()
@@ -215,7 +230,9 @@ class LocalHost:
     def _reap(self) -> None:
         with self._lock:
             for pid, proc in list(self._children.items()):
-                if proc.poll() is not None:
+                code = proc.poll()
+                if code is not None:
+                    self._remember_exit(pid, code)
                     del self._children[pid]
 
     # -- ports and files ----------------------------------------------------
