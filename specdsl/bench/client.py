@@ -89,7 +89,8 @@ async def stream_request(
                     continue
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
-                    finished |= _handle_line(line.strip(), now - st, chunks, record, pieces, keep_text)
+                    if line and line != b"\r":  # skip the blank lines between SSE events
+                        finished |= _handle_line(line.strip(), now - st, chunks, record, pieces, keep_text)
             if buffer.strip():
                 finished |= _handle_line(buffer.strip(), time.perf_counter() - st, chunks, record, pieces, keep_text)
         if not chunks:
@@ -125,8 +126,8 @@ def _handle_line(
     if payload == b"[DONE]":
         return True
     try:
-        obj = json.loads(payload)
-    except ValueError:
+        obj = json.loads(payload.decode("utf-8"))
+    except ValueError:  # includes UnicodeDecodeError
         raise _StreamFailure("non-JSON chunk") from None
     if not isinstance(obj, dict):
         raise _StreamFailure("non-JSON chunk")
