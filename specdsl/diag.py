@@ -129,9 +129,9 @@ def render(diag: Diagnostic, sources: dict[str, str] | None = None) -> str:
     lines = [f"{head}{diag.severity}: {diag.summary}"]
     text = (sources or {}).get(span.file) if span else None
     if span and text is not None:
-        src_lines = text.splitlines()
+        src_lines = text.split("\n")  # as the parser counts lines (not at \f, \x1c, \u2028, ...)
         if 1 <= span.line <= len(src_lines):
-            src = src_lines[span.line - 1]
+            src = src_lines[span.line - 1].rstrip("\r")
             if len(src) > 200:  # a minified 10 MB line: show the neighbourhood only
                 start = max(0, span.col - 80)
                 src = src[start : start + 160]

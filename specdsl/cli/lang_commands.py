@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 from specdsl.cli.views import print_diags
-from specdsl.model.build import parse_bytes
 from specdsl.model.printer import format_file
-from specdsl.resolve.loader import display_name
+from specdsl.resolve.loader import Sources, display_name, read_file
 from specdsl.resolve.resolver import resolve_file
 
 
@@ -84,17 +83,14 @@ def cmd_fmt(args) -> int:
     status = 0
     for name in args.files:
         path = Path(name)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            print(f"{name}: error: cannot read: {exc.strerror}", file=sys.stderr)
-            status = 1
-            continue
-        file, diags, text = parse_bytes(data, display_name(path))
+        shown = display_name(path)
+        sources, diags = Sources(), []
+        file = read_file(path, shown, sources, diags)
         if file is None or any(d.severity == "error" for d in diags):
-            print_diags(diags, {display_name(path): text} if text is not None else {})
+            print_diags(diags, sources.texts)
             status = 1
             continue
+        text = sources.texts[shown]
         formatted = format_file(file)
         if formatted == text:
             continue

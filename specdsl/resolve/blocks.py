@@ -138,24 +138,43 @@ def _coerce(name: str, raw: str, decl: str | None, prior: V | None, diags) -> An
     return raw
 
 
-def raw_block(kind: str, name: str, blocks, scope: Scope, diags, memo: dict, chain: tuple = ()) -> Raw | None:
-    """Attributes of a block with its `extends` chain merged (parent first)."""
+def raw_block(kind: str, name: str, blocks, scope: Scope, diags, memo: dict) -> Raw | None:
+    """Attributes of a block with its `extends` chain merged (parent first).
+
+    The chain is walked without recursion, so a 5,000-long chain of
+    `extends` is no problem; each block is evaluated once (memo)."""
     key = (kind, name)
     if key in memo:
         return memo[key]
-    block = blocks[kind][name]
+    path = [name]  # this block, its parent, its grandparent, ...
     parent_raw = None
-    if block.extends is not None:
+    while True:
+        block = blocks[kind][path[-1]]
+        if block.extends is None:
+            break
         ref = block.extends
         target = evaluate(ref, scope, diags).value
-        if isinstance(target, BlockRef):
-            if target.kind != kind:
-                diags.append(Diagnostic.error(f"A {kind} can only extend a {kind}, not a {target.kind}", ref.span, f"write `extends {kind}.NAME`"))
-            elif (kind, target.name) in chain + (key,):
-                cycle = " -> ".join(f"{kind}.{n}" for _, n in chain + (key, (kind, target.name)))
-                diags.append(Diagnostic.error("`extends` cycle", ref.span, f"{cycle}: a block cannot extend itself"))
-            else:
-                parent_raw = raw_block(kind, target.name, blocks, scope, diags, memo, chain + (key,))
+        if not isinstance(target, BlockRef):
+            break  # reported by evaluate
+        if target.kind != kind:
+            diags.append(Diagnostic.error(f"A {kind} can only extend a {kind}, not a {target.kind}", ref.span, f"write `extends {kind}.NAME`"))
+            break
+        if target.name in path:
+            loop = path[path.index(target.name):] + [target.name]
+            cycle = " -> ".join(f"{kind}.{n}" for n in loop)
+            diags.append(Diagnostic.error("`extends` cycle", ref.span, f"{cycle}: a block cannot extend itself"))
+            break
+        if (kind, target.name) in memo:
+            parent_raw = memo[(kind, target.name)]
+            break
+        path.append(target.name)
+    for n in reversed(path):
+        parent_raw = memo[(kind, n)] = _own_attrs(kind, blocks[kind][n], parent_raw, scope, diags)
+    return memo[key]
+
+
+def _own_attrs(kind: str, block: ast.Block, parent_raw: Raw | None, scope: Scope, diags) -> Raw:
+    """A block's own body merged over its parent's attributes."""
     raw = Raw({}, {}, [], [], block.span)
     if parent_raw is not None:
         raw.values.update(parent_raw.values)
@@ -191,7 +210,6 @@ def raw_block(kind: str, name: str, blocks, scope: Scope, diags, memo: dict, cha
                 diags.append(Diagnostic.error(f"Unknown block type `{item.kind}` in {kind}", item.kind_span, hint))
                 continue
             raw.nested = [b for b in raw.nested if b.label != item.label] + [item]
-    memo[key] = raw
     return raw
 
 

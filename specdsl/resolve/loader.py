@@ -14,6 +14,7 @@ import attrs
 from specdsl.diag import Diagnostic, Span
 from specdsl.model import ast
 from specdsl.model.build import parse_bytes
+from specdsl.syntax.parser import MAX_BYTES
 
 
 @attrs.define
@@ -45,6 +46,10 @@ def display_name(path: Path) -> str:
 
 
 def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic], start: str = "start", at: Span | None = None) -> ast.File | None:
+    """Read and parse one file; problems are diagnostics located at `at`
+    (the `import` that names the file) or, for a file named on the command
+    line, at the file itself."""
+    at = at or Span(shown, 1, 1)
     try:
         data = path.read_bytes()
     except IsADirectoryError:
@@ -61,6 +66,8 @@ def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic],
     file, errors, text = parse_bytes(data, shown, start)
     if text is not None:
         sources.texts[shown] = text
+    elif len(data) <= MAX_BYTES:  # not UTF-8, or a NUL: show the line anyway
+        sources.texts[shown] = data.decode("utf-8", "replace").replace("\x00", "\ufffd")
     diags.extend(errors)
     return file
 

@@ -25,6 +25,7 @@ from specdsl.validate.asserts import check_assert
 
 LOCAL_HOST = config.Host(name="local")
 TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+MAX_CELLS = 10_000  # matrix cells of all experiments together: a small file can ask for millions
 _BLOCK_ATTRS = ("host", "stack", "server", "workload")
 
 
@@ -59,6 +60,7 @@ class _Resolver:
         self.diags = diags
         self.memo_raw: dict = {}
         self.memo_typed: dict = {}
+        self.cells_left = MAX_CELLS
 
     def run(self, given: dict[str, str], from_files: list[ast.Attribute]) -> config.Config | None:
         self.blocks = blk.collect(self.sources.files, self.diags)
@@ -215,6 +217,19 @@ class _Resolver:
                 self.diags.append(Diagnostic.error(f"`matrix.{key}` lists `{dup}` twice", values.span, "each value makes one cell"))
                 return None
             axes.append([(key, x) for x in values.value])
+        count = 1
+        for axis in axes:
+            count *= len(axis)
+        if count > self.cells_left:
+            self.diags.append(
+                Diagnostic.error(
+                    f"The matrix expands to {count:,} cells",
+                    item.value.span,
+                    f"specdsl expands at most {MAX_CELLS:,} matrix cells per spec; split the sweep into smaller matrices or files",
+                )
+            )
+            return None
+        self.cells_left -= count
         return [dict(combo) for combo in itertools.product(*axes)]
 
     def baseline(self, name: str, item: ast.Attribute | None) -> config.BaselineRef | None:

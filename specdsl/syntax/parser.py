@@ -20,6 +20,13 @@ from specdsl.diag import Diagnostic, Span
 
 MAX_BYTES = 2 * 1024 * 1024
 MAX_NESTING = 64
+# LALR in pure Python costs some microseconds per token: bounding the tokens
+# bounds the time any 2 MB file can take (a real spec has a few thousand).
+MAX_TOKENS = 50_000
+_TERMINALS = (
+    "AND", "ASSERT", "COMMA", "COMP_OP", "DOT", "EQUAL", "EXTENDS", "FALSE", "IMPORT", "MINUS", "NAME", "NOT",
+    "NUMBER", "OR", "PLUS", "SLASH", "STAR", "STRING", "TRUE",
+)
 
 _TOKEN_NAMES = {
     "NAME": "a name",
@@ -57,21 +64,35 @@ class _TooDeep(Exception):
         self.token = token
 
 
+class _TooMany(_TooDeep):
+    pass
+
+
 class _LexState(threading.local):
     def __init__(self) -> None:
         self.comments: list[Comment] = []
         self.open: list[lark.Token] = []  # brackets opened and not yet closed
+        self.tokens = 0
 
 
 _lex = _LexState()
 
 
+def _on_token(tok: lark.Token) -> lark.Token:
+    _lex.tokens += 1
+    if _lex.tokens > MAX_TOKENS:
+        raise _TooMany(tok)
+    return tok
+
+
 def _on_comment(tok: lark.Token) -> lark.Token:
+    _on_token(tok)
     _lex.comments.append(Comment(tok.line, tok.column, str(tok).rstrip()))
     return tok
 
 
 def _on_open(tok: lark.Token) -> lark.Token:
+    _on_token(tok)
     _lex.open.append(tok)
     if len(_lex.open) > MAX_NESTING:
         raise _TooDeep(tok)
@@ -79,6 +100,7 @@ def _on_open(tok: lark.Token) -> lark.Token:
 
 
 def _on_close(tok: lark.Token) -> lark.Token:
+    _on_token(tok)
     if _lex.open:
         _lex.open.pop()
     return tok
@@ -90,10 +112,11 @@ def grammar_text() -> str:
 
 @functools.cache
 def get_parser() -> lark.Lark:
-    callbacks = {"COMMENT": _on_comment}
+    callbacks = {name: _on_token for name in _TERMINALS}
+    callbacks["COMMENT"] = _on_comment
     callbacks.update({name: _on_open for name in _OPENERS})
     callbacks.update({name: _on_close for name in _CLOSERS})
-    return lark.Lark(
+    parser = lark.Lark(
         grammar_text(),
         parser="lalr",
         propagate_positions=True,
@@ -103,6 +126,9 @@ def get_parser() -> lark.Lark:
         lexer_callbacks=callbacks,
         cache=True,
     )
+    # every terminal is counted (WS is skipped by the lexer before callbacks matter)
+    assert {t.name for t in parser.terminals} <= set(callbacks) | {"WS"}, "grammar terminals changed: update _TERMINALS"
+    return parser
 
 
 def decode(data: bytes, filename: str) -> tuple[str | None, Diagnostic | None]:
@@ -119,7 +145,7 @@ def decode(data: bytes, filename: str) -> tuple[str | None, Diagnostic | None]:
     except UnicodeDecodeError as exc:
         before = data[: exc.start]
         line = before.count(b"\n") + 1
-        col = len(before) - (before.rfind(b"\n") + 1) + 1
+        col = len(before[before.rfind(b"\n") + 1 :].decode("utf-8", "replace")) + 1  # in characters
         return None, Diagnostic.error(
             "File is not valid UTF-8",
             Span(filename, line, col, line, col + 1),
@@ -141,8 +167,19 @@ def parse_text(text: str, filename: str, start: str = "start") -> tuple[lark.Tre
     """Parse text; returns (tree or None, comments, diagnostics)."""
     _lex.comments = []
     _lex.open = []
+    _lex.tokens = 0
     try:
         tree = get_parser().parse(text, start=start)
+    except _TooMany as exc:
+        tok = exc.token
+        return None, [], [
+            Diagnostic.error(
+                "Spec file has too many tokens",
+                Span(filename, tok.line, tok.column, tok.line, tok.column + 1),
+                f"specdsl reads at most {MAX_TOKENS:,} tokens (names, numbers, strings, punctuation) per file; "
+                "split it with `import`.",
+            )
+        ]
     except _TooDeep as exc:
         tok = exc.token
         return None, [], [
@@ -188,6 +225,8 @@ def _syntax_error(exc: UnexpectedInput, text: str, filename: str) -> Diagnostic:
         hint = _expected(exc.expected)
         if tok.type == "EQUAL" and "STRING" in exc.expected:
             hint = "a block is written `KIND \"name\" { ... }`; attributes go inside a block"
+        elif tok.type == "COMP_OP":
+            hint = "comparisons do not chain: write `a < b and b < c`"
         return Diagnostic.error(
             f"Unexpected {_describe(tok)}",
             Span(filename, tok.line, tok.column, tok.line, tok.column + width),
