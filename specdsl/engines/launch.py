@@ -139,8 +139,11 @@ def launch(
     )
     try:
         _wait_ready(server, handle, say, stop)
-    except BaseException:
-        _stop_quietly(handle)
+    except BaseException as exc:
+        try:
+            _HOST.stop(handle.process(), grace_s=5)
+        except HostError as stuck:
+            exc.add_note(f"and stopping it failed: {stuck}")  # the one case where processes are left
         raise
     say(f"{server.engine} server {server.name} ready at {base_url}")
     return handle
@@ -202,13 +205,6 @@ def answers(handle: ServerHandle) -> bool:
         return session(5.0).get(handle.health_url or handle.base_url + "/health").status_code == 200
     except requests.RequestException:
         return False
-
-
-def _stop_quietly(handle: ServerHandle) -> None:
-    try:
-        _HOST.stop(handle.process(), grace_s=5)
-    except HostError:
-        pass
 
 
 def _url_host(host: str) -> str:

@@ -12,6 +12,7 @@ sources to uv.
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sys
 import tempfile
@@ -73,11 +74,22 @@ def parse_config_list(text: str) -> PipSources:
 def read_pip_sources(python: str = sys.executable, host: LocalHost | None = None) -> PipSources:
     """Pip's configured sources as `python -m pip` sees them on this machine.
 
-    Returns empty sources when that interpreter has no pip."""
+    Without pip in that interpreter (specdsl installed by uv, say) only the
+    PIP_* environment variables are read."""
     host = host or LocalHost()
     with tempfile.TemporaryDirectory(prefix="specdsl-pipconf-") as tmp:
         log = Path(tmp) / "pip-config.log"
         result = host.run([python, "-m", "pip", "config", "list"], log_path=log, timeout=60)
         if not result.ok:
-            return PipSources()
+            return parse_config_list(_env_as_config_list(os.environ))
         return parse_config_list(log.read_text())
+
+
+def _env_as_config_list(environ) -> str:
+    """PIP_* variables in `pip config list`'s form (`:env:.key='value'`)."""
+    lines = []
+    for name, value in sorted(environ.items()):
+        if name.startswith("PIP_"):
+            key = name[4:].lower().replace("_", "-")
+            lines.append(f":env:.{key}={value!r}")
+    return "\n".join(lines)

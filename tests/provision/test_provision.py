@@ -192,6 +192,15 @@ def test_parse_pip_config_list():
     assert sources.cert == "/etc/ca.pem"
 
 
+def test_pip_sources_from_environment_when_the_interpreter_has_no_pip(monkeypatch, tmp_path):
+    # An interpreter without pip: a fresh uv venv (uv does not seed pip).
+    venv = tmp_path / "nopip"
+    subprocess.run([uv.find_uv_bin(), "venv", "-q", "--python", "3.11", str(venv)], check=True, timeout=120)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
+    sources = read_pip_sources(str(venv / "bin" / "python"))
+    assert sources.find_links == (str(tmp_path),)
+
+
 def test_read_pip_sources_sees_pip_environment_variables(monkeypatch, tmp_path):
     monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path))
     monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "https://download.pytorch.org/whl/cpu")
