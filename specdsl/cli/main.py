@@ -22,12 +22,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# `validate` and `fmt` need none of the later layers: importing those
+# (networkx, aiohttp, rich, ...) would triple the time of a validate.
+_LANG_COMMANDS = ("validate", "fmt")
+
+
+def build_parser(lang_only: bool = False) -> argparse.ArgumentParser:
     parser = _Parser(prog="specdsl", description="Plan and apply LLM-serving performance experiments.")
     parser.add_argument("--version", action="version", version=f"specdsl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for module in _command_modules():
+    for module in [lang_commands] if lang_only else _command_modules():
         module.add_parsers(sub)
     return parser
 
@@ -52,7 +57,8 @@ def _command_modules():
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(lang_only=bool(argv) and argv[0] in _LANG_COMMANDS)
     args = parser.parse_args(argv)
     try:
         return args.handler(args)

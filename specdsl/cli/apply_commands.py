@@ -1,0 +1,146 @@
+"""`specdsl apply FILE | PLANFILE [--yes] [--rerun] [--target NAME]`.
+
+Exit codes (DESIGN.md): 0 every check passed, 1 error before anything ran,
+3 a check failed, 4 a check was inconclusive, 5 a step failed while
+executing (what completed is recorded; re-apply resumes), 6 conflict (state
+locked, stale plan), 130 interrupted (servers stopped, state written).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from specdsl.cli.apply_view import ConsoleHooks, print_result
+from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
+from specdsl.cli.plan_commands import add_common, build_plan
+from specdsl.engine.record import Recorder
+from specdsl.engine.walker import Walk
+from specdsl.graph.build import build_graph
+from specdsl.plan.planfile import PlanFileError, read_plan
+from specdsl.plan.render import render_text
+from specdsl.state import LockError, State, StateError, load_state, locked, state_dir_for
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("apply", help="provision, launch, benchmark, check and promote")
+    p.add_argument("file", metavar="FILE|PLANFILE")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    p.add_argument("--no-refresh", action="store_true", help="plan from recorded state alone")
+    add_common(p)
+    p.set_defaults(handler=cmd_apply)
+
+
+def env_root() -> Path:
+    """Where environments live: $SPECDSL_ENV_ROOT, else the user cache
+    (environments are large and shared by every spec of the user)."""
+    if os.environ.get("SPECDSL_ENV_ROOT"):
+        return Path(os.environ["SPECDSL_ENV_ROOT"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "specdsl" / "envs"
+
+
+def _is_planfile(path: str) -> bool:
+    return path.endswith(".plan.toml")
+
+
+def cmd_apply(args) -> int:
+    saved = None
+    if _is_planfile(args.file):
+        try:
+            saved = read_plan(Path(args.file))
+        except PlanFileError as exc:
+            error(str(exc))
+            return EXIT_ERROR
+        if args.vars or args.var_files or args.target or args.rerun:
+            error("a saved plan is applied exactly: -var, --var-file, --target and --rerun belong to `specdsl plan`")
+            return EXIT_ERROR
+        args.file = saved.spec
+        args.vars = [f"{k}={v}" for k, v in saved.variables]
+        args.target = list(saved.targets)
+        args.rerun = saved.rerun
+    loaded = load_spec(args)
+    if loaded is None:
+        return EXIT_ERROR
+    state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
+    notes: list[str] = []
+    try:
+        with locked(state_dir, "apply", notify=notes.append) as lock:
+            for note in notes:
+                print(note, file=sys.stderr)
+            return _apply_locked(args, loaded, state_dir, lock, saved)
+    except LockError as exc:
+        error(str(exc))
+        return EXIT_CONFLICT
+    except StateError as exc:
+        error(str(exc))
+        return EXIT_CONFLICT if getattr(exc, "conflict", False) else EXIT_ERROR
+
+
+def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
+    state = load_state(state_dir)
+    if saved is not None:
+        stale = _stale(saved, loaded, state)
+        if stale:
+            error(f"stale plan: {stale}; make a new plan with `specdsl plan {saved.spec} -o {args.file}`")
+            return EXIT_CONFLICT
+        graph = build_graph(loaded.resolved.config)
+        plan = saved
+    else:
+        graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
+        if plan is None:
+            return EXIT_ERROR
+    sys.stdout.write(render_text(plan))
+    sys.stdout.flush()
+    if saved is None and plan.has_changes and not args.yes:
+        if not sys.stdin.isatty():
+            error("apply changes things: confirm with --yes (stdin is not a terminal)")
+            return EXIT_ERROR
+        answer = input("\nApply this plan? Only 'yes' is accepted: ").strip()
+        if answer != "yes":
+            print("Apply cancelled.")
+            return EXIT_ERROR
+    recorder = Recorder(state_dir, state or State.new(), lock)
+    stop = threading.Event()
+    hooks = ConsoleHooks()
+    walk = Walk(plan, graph, recorder, spec_dir=Path(args.file).parent, env_root=env_root(), hooks=hooks, stop=stop,
+                variables=dict(loaded.resolved.config.variables))
+    previous = _on_signals(lambda: (stop.set(), hooks.note("interrupt received: finishing the running step, stopping servers")))
+    try:
+        result = walk.run()
+    finally:
+        _restore_signals(previous)
+        hooks.close()
+    if stop.is_set():
+        result.interrupted = True
+    print_result(result, plan)
+    return result.exit_code()
+
+
+def _stale(saved, loaded, state) -> str | None:
+    if saved.spec_digest != loaded.digest:
+        return f"{saved.spec} (or a file it imports, or a variable) changed since the plan was made"
+    lineage = state.lineage if state is not None else None
+    if saved.lineage != lineage:
+        return "the state was replaced since the plan was made (lineage differs)"
+    serial = state.serial if state is not None else 0
+    if saved.serial != serial:
+        return f"the state changed since the plan was made (serial {saved.serial} -> {serial})"
+    return None
+
+
+def _on_signals(handler):
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, lambda *_: handler())
+    return previous
+
+
+def _restore_signals(previous) -> None:
+    for sig, old in (previous or {}).items():
+        signal.signal(sig, old)

@@ -1,0 +1,107 @@
+"""Apply's terminal view: one line when a step starts and ends (status,
+elapsed), a live status line for long steps on a terminal (installer
+output, requests done), and the closing summary with every verdict."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+
+from rich.console import Console
+from rich.table import Table
+
+from specdsl.engine.walker import COMPLETED, FAILED, REUSED, SKIPPED, Outcome
+
+_MARK = {COMPLETED: "[green]✓[/]", REUSED: "[cyan]=[/]", FAILED: "[red]✗[/]", SKIPPED: "[yellow]-[/]",
+         "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}
+PLAIN_PROGRESS_EVERY_S = 10.0
+
+
+class ConsoleHooks:
+    """Thread-safe progress on stderr."""
+
+    def __init__(self, stream=None) -> None:
+        self.console = Console(file=stream or sys.stderr, highlight=False, soft_wrap=True)
+        self.live = self.console.is_terminal
+        self._lock = threading.Lock()
+        self._started: dict[str, float] = {}
+        self._last_plain: dict[str, float] = {}
+        self._status = self.console.status("") if self.live else None
+        self._active: dict[str, str] = {}
+        if self._status is not None:
+            self._status.start()
+
+    def _refresh(self) -> None:
+        if self._status is not None:
+            text = " | ".join(f"{a}: {m}"[:80] for a, m in self._active.items()) or "working"
+            self._status.update(text)
+
+    def start(self, addr: str, kind: str) -> None:
+        with self._lock:
+            self._started[addr] = time.monotonic()
+            self._active[addr] = "started"
+            self.console.print(f"  [bold]…[/] {addr}")
+            self._refresh()
+
+    def progress(self, addr: str, message: str) -> None:
+        with self._lock:
+            self._active[addr] = message.strip().splitlines()[-1] if message.strip() else ""
+            if self._status is not None:
+                self._refresh()
+                return
+            now = time.monotonic()
+            if now - self._last_plain.get(addr, 0.0) >= PLAIN_PROGRESS_EVERY_S:
+                self._last_plain[addr] = now
+                self.console.print(f"    {addr}: {self._active[addr]}", markup=False)
+
+    def finish(self, outcome: Outcome) -> None:
+        with self._lock:
+            self._active.pop(outcome.addr, None)
+            mark = _MARK.get(outcome.status, "?")
+            elapsed = f"{outcome.elapsed:6.1f}s" if outcome.elapsed else "       "
+            first = outcome.detail.splitlines()[0] if outcome.detail else ""
+            self.console.print(f"  {mark} {outcome.addr}  {elapsed}  ", end="")
+            self.console.print(first, markup=False)
+            if outcome.status == FAILED:
+                for line in outcome.detail.splitlines()[1:]:
+                    self.console.print("      " + line, markup=False)
+            self._refresh()
+
+    def note(self, message: str) -> None:
+        with self._lock:
+            self.console.print(f"[yellow]{message}[/]")
+
+    def close(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+
+def print_result(result, plan, stream=None) -> None:
+    console = Console(file=stream or sys.stdout, highlight=False, soft_wrap=True)
+    counts: dict[str, int] = {}
+    for o in result.outcomes:
+        counts[o.status] = counts.get(o.status, 0) + 1
+    if result.verdicts:
+        table = Table(title="Checks", show_lines=False)
+        for col in ("experiment", "check", "verdict", "values"):
+            table.add_column(col)
+        for exp, v in result.verdicts:
+            color = {"pass": "green", "fail": "red"}.get(v.status, "yellow")
+            table.add_row(exp, v.name, f"[{color}]{v.status}[/]", v.detail)
+        console.print(table)
+    for w in result.warnings:
+        console.print(f"[yellow]warning:[/] {w}", markup=True)
+    failed = [o for o in result.outcomes if o.status == FAILED]
+    for o in failed:
+        where = f" (log: {o.log})" if o.log else ""
+        console.print(f"[red]failed:[/] {o.addr}{where}")
+    parts = [f"{counts.get(s, 0)} {s}" for s in (COMPLETED, REUSED, FAILED, SKIPPED)]
+    checks = {s: sum(1 for _, v in result.verdicts if v.status == s) for s in ("pass", "fail", "inconclusive")}
+    console.print(
+        f"\nApply {'interrupted' if result.interrupted else 'finished'} in {result.wall:.1f}s: " + ", ".join(parts)
+        + f"; {result.launches} server launch{'es' if result.launches != 1 else ''}"
+        + f"; checks: {checks['pass']} passed, {checks['fail']} failed, {checks['inconclusive']} inconclusive."
+    )
+    if result.interrupted:
+        console.print("Completed steps are recorded; run apply again to resume.")

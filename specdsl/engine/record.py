@@ -1,0 +1,120 @@
+"""The state a walk keeps: one State, changed under a mutex and written
+after every step (so an interrupted apply keeps what completed), plus the
+promotion lock files."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from specdsl.state import LockInfo, RunRecord, State, StepRecord, new_run_id, run_folder, utc_now, write_state
+
+
+class Recorder:
+    def __init__(self, state_dir: Path, state: State, lock: LockInfo | None) -> None:
+        self.state_dir = Path(state_dir)
+        self.state = state
+        self.lock = lock
+        self._mutex = threading.Lock()
+
+    def new_run(self) -> tuple[str, Path]:
+        run_id = new_run_id()
+        folder = run_folder(self.state_dir, run_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        return run_id, folder
+
+    def folder_text(self, folder: Path) -> str:
+        return str(folder.relative_to(self.state_dir))
+
+    def change(self, fn) -> State:
+        """Apply `fn(state) -> state` and write it, atomically, under the mutex."""
+        with self._mutex:
+            self.state = write_state(self.state_dir, fn(self.state), lock=self.lock)
+            return self.state
+
+    def step_done(self, step, run: RunRecord | None, extra=None) -> None:
+        record = StepRecord(step.addr, step.kind, step.identity, json.dumps(step.content, sort_keys=True), utc_now())
+
+        def fn(state: State) -> State:
+            if run is not None:
+                state = state.with_run(run)
+            if run is None or run.status == "completed":
+                state = state.with_step(record)
+            return extra(state) if extra else state
+
+        self.change(fn)
+
+    def run_record(self, step, run_id: str, folder: Path, started: str, status: str, *, reason: str = "",
+                   metrics: dict[str, float] | None = None, effective: dict[str, Any] | None = None) -> RunRecord:
+        return RunRecord(
+            id=run_id,
+            step=step.addr,
+            identity=step.identity,
+            experiment=step.experiments[0] if step.experiments else "",
+            status=status,
+            started=started,
+            finished=utc_now(),
+            folder=self.folder_text(folder),
+            metrics=metrics or {},
+            effective=_plain(effective or {}),
+            reason=reason,
+        )
+
+
+def _plain(effective: dict[str, Any]) -> dict[str, Any]:
+    """Effective config as TOML-safe values (nested lists/dicts kept, None dropped)."""
+    out = {}
+    for key, value in effective.items():
+        if value is None:
+            continue
+        if isinstance(value, (str, int, float, bool)):
+            out[key] = value
+        else:
+            out[key] = json.dumps(value, sort_keys=True, default=str)
+    return out
+
+
+def write_stack_lock(spec_dir: Path, track: str, experiment, env: dict | None, server_argv: list[str] | None,
+                     run_id: str, metrics: dict[str, float]) -> Path:
+    """`stacks/TRACK.lock.toml` beside the spec: what exactly passed."""
+    stack = experiment.stack
+    doc: dict[str, Any] = {
+        "format_version": 1,
+        "track": track,
+        "experiment": experiment.name,
+        "run": run_id,
+        "promoted": utc_now(),
+        "stack": {
+            "python": stack.python,
+            "packages": list(stack.packages),
+            "index": list(stack.index),
+            "find_links": list(stack.find_links),
+            "overrides": list(stack.overrides),
+            "exclude": list(stack.exclude),
+            "env": dict(stack.env),
+            "installer": stack.installer,
+        },
+        "server": {
+            "engine": experiment.server.engine,
+            "model": experiment.server.model,
+            "args": {k: list(v) if isinstance(v, tuple) else v for k, v in experiment.server.args},
+        },
+        "metrics": dict(sorted(metrics.items())),
+    }
+    if stack.cuda:
+        doc["stack"]["cuda"] = stack.cuda
+    if env:
+        doc["resolved"] = {k: v for k, v in env.items() if v is not None and k != "packages"}
+        doc["resolved"]["packages"] = dict(sorted(env.get("packages", {}).items()))
+    if server_argv:
+        doc["server"]["argv"] = list(server_argv)
+    path = Path(spec_dir) / "stacks" / f"{track}.lock.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("# written by specdsl when this stack was promoted; do not edit\n" + tomli_w.dumps(doc))
+    tmp.replace(path)
+    return path
