@@ -61,6 +61,8 @@ class _Resolver:
         self.memo_raw: dict = {}
         self.memo_typed: dict = {}
         self.cells_left = MAX_CELLS
+        self.memo_override: dict = {}  # matrix cells repeat the same overrides: build each once
+        self.asserts_checked: set = set()
 
     def run(self, given: dict[str, str], from_files: list[ast.Attribute]) -> config.Config | None:
         self.blocks = blk.collect(self.sources.files, self.diags)
@@ -110,11 +112,17 @@ class _Resolver:
             if value.ref.kind != attr:
                 self.diags.append(Diagnostic.error(f"`{attr}` must name a {attr}, not a {value.ref.kind}", v.span))
                 return None
+            key = _frozen((attr, value.ref.name, value.changes, tuple(id(b) for b in value.blocks)))
+            if key is not None and key in self.memo_override:
+                return self.memo_override[key]
             base = self.raw(attr, value.ref.name)
             if base is None:
                 return None
             merged = blk.apply_override(value, base)
-            return blk.build_typed(attr, value.ref.name, merged, scope, self.diags)
+            built = blk.build_typed(attr, value.ref.name, merged, scope, self.diags)
+            if key is not None:
+                self.memo_override[key] = built
+            return built
         self.diags.append(
             Diagnostic.error(
                 f"`{attr}` must be a {attr} reference such as `{attr}.NAME`, not {type_name(value)}",
@@ -160,14 +168,19 @@ class _Resolver:
                     continue
                 parts[attr_name] = self.block_value(attr_name, evaluate(item.value, scope, self.diags), scope)
             workload = parts.get("workload")
+            user_metrics = tuple(m.name for m in workload.metrics) if workload else ()
             for a in raw.asserts:
+                key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_)
+                if key in self.asserts_checked:
+                    continue  # the same in every cell: check once
+                self.asserts_checked.add(key)
                 check_assert(
                     a,
                     # a `baseline` that failed to resolve is reported already
                     has_baseline="baseline" in attrs_,
                     matrix_keys=matrix_keys,
                     variables=tuple(self.vars),
-                    user_metrics=tuple(m.name for m in workload.metrics) if workload else (),
+                    user_metrics=user_metrics,
                     diags=self.diags,
                 )
             if missing or any(v is None for v in parts.values()):
@@ -346,6 +359,26 @@ class _Resolver:
         block = self.blocks["experiment"].get(experiment)
         item = block.attr(attr) if block else None
         return item.value.span if item else (block.label_span if block else None)
+
+
+def _frozen(x: Any) -> Any:
+    """A hashable key for an evaluated value (spans left out), or None."""
+    if isinstance(x, V):
+        x = x.value
+    if isinstance(x, tuple):
+        parts = tuple(_frozen(i) for i in x)
+        return None if None in parts else ("t", parts)
+    if isinstance(x, list):
+        parts = tuple(_frozen(i) for i in x)
+        return None if None in parts else ("l", parts)
+    if isinstance(x, dict):
+        parts = tuple((k, _frozen(v)) for k, v in x.items())
+        return None if any(v is None for _, v in parts) else ("d", parts)
+    if x is INVALID:
+        return None
+    if isinstance(x, (str, int, float, bool, BlockRef, ast.Quantity)) or x is None:
+        return (type(x).__name__, x)  # 1 and 1.0 and true stay apart
+    return None
 
 
 def _cell_value(x: Any) -> str:
