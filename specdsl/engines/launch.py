@@ -97,7 +97,7 @@ def launch(
     """Start `server` from environment `env` and return once it is ready.
 
     The server runs in its own process group, logging to
-    `run_dir/server.log`, on `server.port` (a `LaunchError` when that port is
+    `run_dir/server.log` (a previous one becomes `server.log.1`), on `server.port` (a `LaunchError` when that port is
     busy) or a free port. On any failure the group is stopped before the
     `LaunchError` (or `hosts.Cancelled`, when `stop` is set) is raised: no
     process is left behind."""
@@ -105,6 +105,9 @@ def launch(
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     log_path = run_dir / "server.log"
+    if log_path.exists():
+        # Effective config reads the whole log: a relaunch starts a fresh one.
+        log_path.replace(run_dir / "server.log.1")
     if server.port is not None:
         if not _HOST.port_free(server.port, host):
             raise LaunchError(

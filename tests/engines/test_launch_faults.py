@@ -93,14 +93,18 @@ def test_busy_port_is_refused_before_starting(system_env, tmp_path):
     assert not (tmp_path / "server.log").exists()  # nothing was started
 
 
-def test_configured_port_is_used(system_env, tmp_path):
+def test_configured_port_is_used_and_a_relaunch_gets_a_fresh_log(system_env, tmp_path):
     port = LocalHost().free_port()
-    handle = launch(command_server(sys.executable, DOUBLE, "{port}", port=port), system_env, tmp_path)
-    try:
-        assert handle.port == port and handle.base_url == f"http://127.0.0.1:{port}"
-    finally:
-        teardown(handle)
-    assert group_gone(handle.pgid)
+    server = command_server(sys.executable, DOUBLE, "{port}", port=port)
+    for attempt in (1, 2):
+        handle = launch(server, system_env, tmp_path)
+        try:
+            assert handle.port == port and handle.base_url == f"http://127.0.0.1:{port}"
+        finally:
+            teardown(handle)
+        assert group_gone(handle.pgid)
+        assert Path(handle.log_path).read_text().count("double listening") == 1
+    assert (tmp_path / "server.log.1").exists()
 
 
 def test_failing_first_completion_is_a_launch_error(system_env, tmp_path):
