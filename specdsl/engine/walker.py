@@ -147,11 +147,17 @@ class Walk:
                 t.join()
             for fut in self.envs.values():
                 fut.result()
+            reported = {o.addr for o in self.result.outcomes}
+            for addr in self._of_kind("benchmark"):
+                if addr not in reported and self.action(addr) is Action.REUSE:
+                    self.finish(Outcome(addr, "benchmark", REUSED, self.changes[addr].reason))
             self._checks_and_promotions()
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            # Servers still up: stop them, but a kept one only on interrupt.
             for addr, handle in list(self.handles.items()):
-                self._teardown_handle(addr, handle, quiet=True)
+                if self.stop.is_set() or not self.graph.steps[addr].payload["server"].keep_running:
+                    self._teardown_handle(addr, handle, quiet=True)
         self.result.wall = time.monotonic() - started
         return self.result
 

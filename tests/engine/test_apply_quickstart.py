@@ -1,0 +1,65 @@
+"""The quickstart, end to end, as README's main command runs it: a real
+uv environment, two real `transformers serve` processes, real HTTP load,
+checks, promotion; then a re-apply that changes nothing."""
+
+import shutil
+import tomllib
+
+import pytest
+
+from apply_helpers import REPO, processes_mentioning, specdsl
+from specdsl.state import load_state
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("qs") / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns(".specdsl", "stacks"))
+    first = specdsl("apply", "quickstart.spec", "--yes", cwd=folder)
+    return folder, first
+
+
+def test_quickstart_applies_checks_and_promotes(quickstart):
+    folder, first = quickstart
+    out = first.stdout + first.stderr
+    assert first.returncode == 0, out
+    assert "2 server launches" in out
+    assert "checks: 2 passed, 0 failed, 0 inconclusive" in out
+    state = load_state(folder / ".specdsl")
+    baseline = state.baseline("quickstart")
+    assert baseline is not None and baseline.experiment == "batched"
+    promoted = state.run(baseline.run)
+    serial = next(r for r in state.runs if r.step == "benchmark.serial" and r.status == "completed")
+    assert promoted.metric("output_throughput") >= 1.5 * serial.metric("output_throughput")
+    assert dict(promoted.effective)["continuous_batching"] is True
+    assert state.promotions[-1].checks == ("batching on", "faster") or set(state.promotions[-1].checks) == {"batching on", "faster"}
+    lock = tomllib.loads((folder / "stacks" / "quickstart.lock.toml").read_text())
+    assert lock["resolved"]["packages"]["transformers"] == "5.19.0"
+    assert "--continuous-batching" in lock["server"]["argv"]
+    assert not state.servers, "servers are torn down after their benchmarks"
+    assert processes_mentioning(str(folder)) == []
+
+
+def test_reapply_changes_nothing_and_launches_nothing(quickstart):
+    folder, first = quickstart
+    assert first.returncode == 0
+    again = specdsl("apply", "quickstart.spec", "--yes", cwd=folder, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "No changes." in again.stdout
+    assert "0 server launches" in again.stdout
+    assert "checks: 2 passed" in again.stdout
+    plan = specdsl("plan", "quickstart.spec", "--detailed-exitcode", cwd=folder, timeout=120)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+
+
+def test_changed_workload_reruns_only_benchmarks(quickstart, tmp_path):
+    folder, first = quickstart
+    assert first.returncode == 0
+    spec = (folder / "quickstart.spec").read_text().replace("output_len  = 32", "output_len  = 16")
+    (folder / "changed.spec").write_text(spec)
+    plan = specdsl("plan", "changed.spec", "--state", folder / ".specdsl", "--detailed-exitcode", cwd=folder, timeout=120)
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert "> benchmark.serial" in plan.stdout and "output_len: 32 -> 16" in plan.stdout
+    assert "= provision.serve" in plan.stdout
