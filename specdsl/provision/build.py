@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlparse
 
+import attrs
 import requests
 
 from specdsl.hosts.http import session
@@ -73,7 +74,8 @@ def provision(
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     folder = root / identity
-    stack_json = canonical_json(stack)
+    # The name is a label: two stacks with the same content share an environment.
+    stack_json = canonical_json(attrs.evolve(stack, name=""))
     with _locked(root / f"{identity}.lock"):
         found = read_marker(folder)
         if found is not None:

@@ -77,7 +77,6 @@ def test_serial_server_reports_no_cb_and_teardown_leaves_nothing(transformers_en
 
 def test_bad_model_path_exits_during_startup(transformers_env, hf_home, tmp_path):
     server = tf_server(tmp_path / "no-such-model", hf_home)
-    server = Server(**{**{f: getattr(server, f) for f in ("name", "engine", "model", "args", "env")}, "ready_timeout": 120})
     with pytest.raises(LaunchError) as info:
         launch(server, transformers_env, tmp_path)
     assert "exited" in str(info.value) and "during startup" in str(info.value)

@@ -85,6 +85,13 @@ def test_changed_stack_under_same_identity_is_rebuilt(tmp_path):
     assert changed.packages["six"] == "1.16.0"
 
 
+def test_stacks_differing_only_in_name_share_the_environment(tmp_path):
+    first = provision(Stack(name="a", packages=("six==1.17.0",)), tmp_path, "same", tmp_path / "l")
+    messages = []
+    second = provision(Stack(name="b", packages=("six==1.17.0",)), tmp_path, "same", tmp_path / "l", progress=messages.append)
+    assert second == first and messages == ["reusing environment same"]
+
+
 def test_missing_package_names_command_and_installer_output(tmp_path):
     stack = Stack(name="bad", packages=("specdsl-no-such-package-zz9==1.0",))
     log = tmp_path / "bad.log"
