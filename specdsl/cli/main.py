@@ -25,19 +25,22 @@ class _Parser(argparse.ArgumentParser):
 # `validate` and `fmt` need none of the later layers: importing those
 # (networkx, aiohttp, rich, ...) would triple the time of a validate.
 _LANG_COMMANDS = ("validate", "fmt")
+# Nor do the plan commands need apply's (the walker, the load generator,
+# aiohttp, rich): a plan of 1,000 cells would wait on those imports.
+_PLAN_COMMANDS = ("plan", "show", "graph", "state", "force-unlock")
 
 
-def build_parser(lang_only: bool = False) -> argparse.ArgumentParser:
+def build_parser(lang_only: bool = False, plan_only: bool = False) -> argparse.ArgumentParser:
     parser = _Parser(prog="specdsl", description="Plan and apply LLM-serving performance experiments.")
     parser.add_argument("--version", action="version", version=f"specdsl {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for module in [lang_commands] if lang_only else _command_modules():
+    for module in [lang_commands] if lang_only else _command_modules(with_apply=not plan_only):
         module.add_parsers(sub)
     return parser
 
 
-def _command_modules():
+def _command_modules(with_apply: bool = True):
     modules = [lang_commands]
     try:  # later layers register themselves when present
         from specdsl.cli import plan_commands
@@ -46,6 +49,8 @@ def _command_modules():
     except ImportError as exc:
         if "plan_commands" not in str(exc):
             raise
+    if not with_apply:
+        return modules
     try:
         from specdsl.cli import apply_commands
 
@@ -58,7 +63,8 @@ def _command_modules():
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(lang_only=bool(argv) and argv[0] in _LANG_COMMANDS)
+    first = argv[0] if argv else None
+    parser = build_parser(lang_only=first in _LANG_COMMANDS, plan_only=first in _PLAN_COMMANDS)
     args = parser.parse_args(argv)
     try:
         return args.handler(args)

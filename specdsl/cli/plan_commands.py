@@ -7,9 +7,9 @@ from pathlib import Path
 
 from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec
 from specdsl.cli.lang_commands import add_var_args
-from specdsl.engine.refresh import from_state, refresh
 from specdsl.graph.build import build_graph
 from specdsl.plan.diff import make_plan
+from specdsl.plan.model import Refresh
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
 from specdsl.plan.render import render_json, render_text
 from specdsl.state import LockError, StateError, load_state, state_dir_for
@@ -82,7 +82,12 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
 
             error(f"--target {target}: no experiment of that name. {did_you_mean(target, known)}".rstrip())
             return None, None
-    fresh = from_state(state) if no_refresh else refresh(state)
+    if no_refresh:
+        fresh = Refresh.from_state(state)
+    else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
+        from specdsl.engine.refresh import refresh
+
+        fresh = refresh(state)
     plan = make_plan(
         graph,
         state,

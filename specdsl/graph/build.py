@@ -8,6 +8,8 @@
     check       one per assertion (reads the benchmark, and the baseline's)
     promote     one per promoting experiment (needs every check)
     teardown    one per launch not kept running
+    users       each step lists the experiment cells it serves
+    edges       adjacency from deps and ordering edges
     acyclic     a cycle becomes a diagnostic
 
 Experiments that share a stack or a server configuration share those steps.
@@ -15,32 +17,91 @@ Experiments that share a stack or a server configuration share those steps.
 
 from __future__ import annotations
 
-from typing import Callable
+import heapq
+from typing import Any, Callable
 
 import attrs
-import networkx as nx
 
 from specdsl.diag import Diagnostic
-from specdsl.graph.steps import KIND_ORDER, Step, digest
+from specdsl.graph.steps import KIND_ORDER, Step, canonical_text, digest, step_digest
 from specdsl.model import config
 
 
 @attrs.define
 class Graph:
-    """The steps by address, the networkx DAG over them, and diagnostics."""
+    """The steps by address, the edges between them, and diagnostics.
+
+    Edges are kept as plain adjacency (`succ`, `pred`: address -> sorted
+    addresses): planning walks them itself, so `specdsl plan` does not pay
+    for importing networkx. `dag` is the same graph as a networkx DiGraph,
+    built on first use (apply, `graph`, tests)."""
 
     steps: dict[str, Step] = attrs.Factory(dict)
-    dag: nx.DiGraph = attrs.Factory(nx.DiGraph)
     diags: list[Diagnostic] = attrs.Factory(list)
     # experiment cell -> addresses of its steps by kind
-    by_experiment: dict[str, dict[str, str]] = attrs.Factory(dict)
+    by_experiment: dict[str, dict[str, Any]] = attrs.Factory(dict)
+    succ: dict[str, tuple[str, ...]] = attrs.Factory(dict)
+    pred: dict[str, tuple[str, ...]] = attrs.Factory(dict)
+    _dag: Any = attrs.field(default=None, init=False, repr=False, eq=False)
+    _order: Any = attrs.field(default=None, init=False, repr=False, eq=False)
+
+    @property
+    def dag(self):
+        """The networkx DiGraph over the steps (nodes in address order)."""
+        if self._dag is None:
+            import networkx as nx
+
+            dag = nx.DiGraph()
+            dag.add_nodes_from(self.steps)
+            dag.add_edges_from((a, b) for a in self.steps for b in self.succ.get(a, ()))
+            self._dag = dag
+        return self._dag
 
     def order(self) -> list[str]:
-        """Deterministic topological order: by kind, then address."""
-        return list(nx.lexicographical_topological_sort(self.dag, key=lambda a: (KIND_ORDER[self.steps[a].kind], a)))
+        """Deterministic topological order: by kind, then address (the
+        lexicographically smallest order under that key). Raises ValueError
+        on a cycle; `build_graph` reports one as a diagnostic first."""
+        if self._order is None:
+            order = _topological(self)
+            if len(order) != len(self.steps):
+                raise ValueError("the step graph has a cycle")
+            self._order = order
+        return list(self._order)
 
     def downstream(self, addr: str) -> set[str]:
-        return nx.descendants(self.dag, addr)
+        """Every step that (transitively) comes after `addr`."""
+        return _reach(self.succ, addr)
+
+    def upstream(self, addr: str) -> set[str]:
+        """Every step that `addr` (transitively) comes after."""
+        return _reach(self.pred, addr)
+
+
+def _topological(graph: Graph) -> list[str]:
+    steps = graph.steps
+    indegree = {a: len(graph.pred.get(a, ())) for a in steps}
+    heap = [(KIND_ORDER[steps[a].kind], a) for a, n in indegree.items() if n == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        _, addr = heapq.heappop(heap)
+        out.append(addr)
+        for nxt in graph.succ.get(addr, ()):
+            indegree[nxt] -= 1
+            if indegree[nxt] == 0:
+                heapq.heappush(heap, (KIND_ORDER[steps[nxt].kind], nxt))
+    return out
+
+
+def _reach(adjacency: dict[str, tuple[str, ...]], addr: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(adjacency.get(addr, ()))
+    while todo:
+        a = todo.pop()
+        if a not in seen:
+            seen.add(a)
+            todo.extend(adjacency.get(a, ()))
+    return seen
 
 
 @attrs.define
@@ -49,6 +110,11 @@ class _Work:
     graph: Graph
     # identity -> address, per kind, to share steps and name them
     seen: dict[tuple[str, str], str] = attrs.Factory(dict)
+    # address -> the experiment cells it serves (sorted onto the steps at the end)
+    users: dict[str, set[str]] = attrs.Factory(dict)
+    # (kind, upstream identity, config object) -> (content, identity): cells
+    # of a matrix share most of their config objects; hash each once
+    memo: dict[tuple, tuple[dict, str]] = attrs.Factory(dict)
 
 
 Transform = Callable[[_Work], None]
@@ -114,11 +180,32 @@ def _name(work: _Work, kind: str, base: str, identity: str, user: str) -> str:
 
 
 def _add(work: _Work, step: Step) -> Step:
+    """Add a step, or note one more user of a shared one (same address,
+    same identity). Users are gathered in sets and sorted onto the steps by
+    the `users` transform: re-sorting on every add is quadratic in cells."""
+    users = work.users.setdefault(step.addr, set())
+    users.update(step.experiments)
     prior = work.graph.steps.get(step.addr)
     if prior is not None:
-        step = attrs.evolve(prior, experiments=tuple(sorted(set(prior.experiments) | set(step.experiments))))
+        return prior
     work.graph.steps[step.addr] = step
     return step
+
+
+def _identified(work: _Work, kind: str, upstream: str, obj: Any, make: Callable[[], dict]) -> tuple[dict, str]:
+    """(content, identity) of a step built from `obj` on `upstream`,
+    computed once per distinct (equal) config object."""
+    try:
+        key = (kind, upstream, obj)
+        hit = work.memo.get(key)
+    except TypeError:  # an unhashable value somewhere in obj: no memo
+        key, hit = None, None
+    if hit is None:
+        content = make()
+        hit = (content, digest([kind, content]))
+        if key is not None:
+            work.memo[key] = hit
+    return hit
 
 
 def _cells(work: _Work) -> dict:
@@ -127,8 +214,7 @@ def _cells(work: _Work) -> dict:
 
 def preflight(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        content = {"host": _content_host(exp.host)}
-        identity = digest(["preflight", content])
+        content, identity = _identified(work, "preflight", "", exp.host, lambda: {"host": _content_host(exp.host)})
         addr = _name(work, "preflight", exp.host.name, identity, exp.name)
         _add(work, Step(addr, "preflight", identity, content, host=exp.host.name, experiments=(exp.name,), payload={"host": exp.host}))
         _cells(work).setdefault(exp.name, {})["preflight"] = addr
@@ -137,8 +223,8 @@ def preflight(work: _Work) -> None:
 def provision(work: _Work) -> None:
     for exp in work.cfg.experiments:
         pre = work.graph.steps[_cells(work)[exp.name]["preflight"]]
-        content = {"host": pre.identity, "stack": _content_stack(exp.stack)}
-        identity = digest(["provision", content])
+        content, identity = _identified(work, "provision", pre.identity, exp.stack,
+                                        lambda: {"host": pre.identity, "stack": _content_stack(exp.stack)})
         addr = _name(work, "provision", exp.stack.name, identity, exp.name)
         _add(work, Step(addr, "provision", identity, content, (pre.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"stack": exp.stack, "host": exp.host}))
@@ -148,8 +234,8 @@ def provision(work: _Work) -> None:
 def launch(work: _Work) -> None:
     for exp in work.cfg.experiments:
         prov = work.graph.steps[_cells(work)[exp.name]["provision"]]
-        content = {"provision": prov.identity, "server": _content_server(exp.server)}
-        identity = digest(["launch", content])
+        content, identity = _identified(work, "launch", prov.identity, exp.server,
+                                        lambda: {"provision": prov.identity, "server": _content_server(exp.server)})
         addr = _name(work, "launch", exp.server.name, identity, exp.name)
         _add(work, Step(addr, "launch", identity, content, (prov.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"server": exp.server, "host": exp.host, "stack": exp.stack}))
@@ -159,8 +245,9 @@ def launch(work: _Work) -> None:
 def benchmark(work: _Work) -> None:
     for exp in work.cfg.experiments:
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
-        content = {"launch": lau.identity, "workload": _content_workload(exp.workload)}
-        identity = digest(["benchmark", content])
+        workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
+        content = {"launch": lau.identity, "workload": workload}
+        identity = step_digest("benchmark", content, {"workload": text})
         addr = f"benchmark.{exp.name}"
         _add(work, Step(addr, "benchmark", identity, content, (lau.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"experiment": exp}))
@@ -179,6 +266,22 @@ def baseline_order(work: _Work) -> None:
         work.graph.steps[addr] = attrs.evolve(step, after=tuple(sorted(set(step.after) | {base})))
 
 
+def _canonical_once(work: _Work, kind: str, obj: Any, make: Callable[[], Any]) -> tuple[Any, str]:
+    """(canonical form, its canonical text) of a config object, computed
+    once per distinct (equal) object: matrix cells share most of them."""
+    try:
+        key = (kind, "", obj)
+        hit = work.memo.get(key)
+    except TypeError:  # an unhashable value somewhere in obj: no memo
+        key, hit = None, None
+    if hit is None:
+        value = make()
+        hit = (value, canonical_text(value))
+        if key is not None:
+            work.memo[key] = hit
+    return hit
+
+
 def check(work: _Work) -> None:
     for exp in work.cfg.experiments:
         bench = work.graph.steps[_cells(work)[exp.name]["benchmark"]]
@@ -191,9 +294,9 @@ def check(work: _Work) -> None:
             base_content = {"track": exp.baseline.name}
         addrs = []
         for a in exp.asserts:
-            expr = config.canonical(a.expr)
+            expr, text = _canonical_once(work, "assert", a.expr, lambda: config.canonical(a.expr))
             content = {"assert": expr, "benchmark": bench.identity, "baseline": base_content}
-            identity = digest(["check", content])
+            identity = step_digest("check", content, {"assert": text})
             addr = f"check.{exp.name}.{a.name}"
             deps = (bench.addr,) + ((base_addr,) if base_addr else ())
             _add(work, Step(addr, "check", identity, content, deps, host=exp.host.name, experiments=(exp.name,),
@@ -227,27 +330,64 @@ def teardown(work: _Work) -> None:
         content = {"launch": lau.identity}
         addr = "teardown." + launch_addr.split(".", 1)[1]
         _add(work, Step(addr, "teardown", digest(["teardown", content]), content, (launch_addr,), after=tuple(sorted(set(benches))),
-                        host=lau.host, experiments=lau.experiments, payload={"launch": launch_addr}))
+                        host=lau.host, experiments=tuple(work.users[launch_addr]), payload={"launch": launch_addr}))
+
+
+def users(work: _Work) -> None:
+    """Each step lists the experiment cells it serves, sorted."""
+    steps = work.graph.steps
+    for addr, names in work.users.items():
+        experiments = tuple(sorted(names))
+        if steps[addr].experiments != experiments:
+            steps[addr] = attrs.evolve(steps[addr], experiments=experiments)
 
 
 def edges(work: _Work) -> None:
-    dag = work.graph.dag
-    for addr in work.graph.steps:
-        dag.add_node(addr)
+    succ: dict[str, set[str]] = {a: set() for a in work.graph.steps}
+    pred: dict[str, set[str]] = {a: set() for a in work.graph.steps}
     for addr, step in work.graph.steps.items():
         for dep in step.deps + step.after:
-            dag.add_edge(dep, addr)
+            succ.setdefault(dep, set()).add(addr)
+            pred[addr].add(dep)
+    work.graph.succ = {a: tuple(sorted(s)) for a, s in succ.items()}
+    work.graph.pred = {a: tuple(sorted(p)) for a, p in pred.items()}
 
 
 def acyclic(work: _Work) -> None:
-    try:
-        cycle = nx.find_cycle(work.graph.dag)
-    except nx.NetworkXNoCycle:
+    graph = work.graph
+    if len(_topological(graph)) == len(graph.steps):
         return
-    path = " -> ".join([a for a, _ in cycle] + [cycle[0][0]])
-    work.graph.diags.append(
+    cycle = _find_cycle(graph)
+    path = " -> ".join(cycle + cycle[:1])
+    graph.diags.append(
         Diagnostic.error("The steps form a cycle", None, f"{path}: an experiment's baseline cannot depend on the experiment itself")
     )
+
+
+def _find_cycle(graph: Graph) -> list[str]:
+    """One cycle, found deterministically (first by address)."""
+    state: dict[str, int] = {}  # 1 on the current path, 2 done
+    for root in sorted(graph.steps):
+        if root in state:
+            continue
+        path: list[str] = []
+        stack = [(root, iter(graph.succ.get(root, ())))]
+        state[root] = 1
+        path.append(root)
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                path.pop()
+                state[node] = 2
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt):]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append((nxt, iter(graph.succ.get(nxt, ()))))
+    return []
 
 
 TRANSFORMS: tuple[tuple[str, Transform], ...] = (
@@ -259,6 +399,7 @@ TRANSFORMS: tuple[tuple[str, Transform], ...] = (
     ("check", check),
     ("promote", promote),
     ("teardown", teardown),
+    ("users", users),
     ("edges", edges),
     ("acyclic", acyclic),
 )

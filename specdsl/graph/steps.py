@@ -19,9 +19,28 @@ KINDS = ("preflight", "provision", "launch", "benchmark", "check", "promote", "t
 KIND_ORDER = {k: i for i, k in enumerate(KINDS)}
 
 
+# One encoder, made once: json.dumps with options builds a new one per call,
+# which costs more than encoding a step's small content.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_text(content: Any) -> str:
+    """Canonical JSON: sorted keys, no spaces, UTF-8 kept as is."""
+    return _ENCODER.encode(content)
+
+
 def digest(content: Any) -> str:
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(canonical_text(content).encode()).hexdigest()
+
+
+def step_digest(kind: str, content: dict, texts: dict[str, str]) -> str:
+    """`digest([kind, content])`, byte for byte, with the values of the keys
+    in `texts` given as their canonical text already: a value shared by
+    many steps (a workload, an assertion) is serialized once, not per cell."""
+    body = ",".join(
+        canonical_text(key) + ":" + (texts[key] if key in texts else canonical_text(content[key])) for key in sorted(content)
+    )
+    return hashlib.sha256(("[" + canonical_text(kind) + ",{" + body + "}]").encode()).hexdigest()
 
 
 @attrs.frozen

@@ -92,7 +92,7 @@ def make_plan(
     changes: dict[str, Change] = {}
     results = dict(state.results) if state is not None else {}
     steps_recorded = {s.addr: s for s in getattr(state, "steps", ())} if state is not None else {}
-    dependants: dict[str, list[str]] = {a: sorted(graph.dag.successors(a)) for a in order}
+    dependants = graph.succ
 
     def upstream_names(step) -> dict[str, str]:
         names = {}
@@ -254,6 +254,4 @@ def _select(graph: Graph, targets: tuple[str, ...]) -> set[str]:
 
 
 def _ancestors(graph: Graph, addr: str) -> set[str]:
-    import networkx as nx
-
-    return set(nx.ancestors(graph.dag, addr))
+    return graph.upstream(addr)

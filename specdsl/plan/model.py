@@ -98,3 +98,10 @@ class Refresh:
     environments: frozenset[str] = frozenset()
     servers: frozenset[str] = frozenset()
     drift: tuple[str, ...] = ()
+
+    @classmethod
+    def from_state(cls, state) -> "Refresh":
+        """--no-refresh: what state records is taken as true (no host asked)."""
+        if state is None:
+            return cls()
+        return cls(frozenset(e.identity for e in state.environments), frozenset(s.identity for s in state.servers))
