@@ -104,6 +104,7 @@ class LocalHost:
                 if time.monotonic() - started > timeout:
                     timed_out = True
                     self.stop(handle, grace_s=5)
+                    proc.wait(timeout=5)  # reap it: the group is gone, the leader is a zombie
                     break
         except BaseException:
             if proc.poll() is None:

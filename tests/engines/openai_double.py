@@ -2,6 +2,9 @@
 tests that need a server that starts in milliseconds.
 
     python openai_double.py PORT [--health-after S] [--fail-completions]
+
+It also answers `GET /get_server_info` the way an older SGLang does (and
+`/server_info` with 404, as a server that predates it).
 """
 
 import json
@@ -29,6 +32,9 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/health":
             ready = time.monotonic() - STARTED >= HEALTH_AFTER
             self._send(200 if ready else 503, {"ready": ready})
+        elif self.path == "/get_server_info":
+            self._send(200, {"attention_backend": "flashinfer", "tp_size": 1, "version": "0.5.9",
+                             "internal_states": [{"avg_spec_accept_length": 3.1}], "limits": {"max_total_num_tokens": 1000}})
         else:
             self._send(404, {})
 

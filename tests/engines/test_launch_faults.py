@@ -59,6 +59,19 @@ def test_launch_waits_for_health_and_a_completion(system_env, tmp_path):
     assert not answers(handle)
 
 
+def test_sglang_server_info_is_the_effective_config(system_env, tmp_path):
+    handle = launch(command_server(sys.executable, DOUBLE, "{port}"), system_env, tmp_path)
+    try:
+        sglang = Server(name="s", engine="sglang", model="tiny", args=(("tp-size", 1),))
+        config, warnings = effective_config(sglang, handle)
+    finally:
+        teardown(handle)
+    assert config["attention_backend"] == "flashinfer" and config["version"] == "0.5.9"
+    assert config["limits.max_total_num_tokens"] == 1000  # nested reports are flattened
+    assert config["tensor_parallel_size"] == 1  # the spec's arg under its dest name
+    assert warnings == []
+
+
 def test_server_exiting_during_startup(system_env, tmp_path):
     code = "import sys; print('loading weights'); print('RuntimeError: out of memory', flush=True); sys.exit(7)"
     with pytest.raises(LaunchError) as info:
