@@ -160,10 +160,13 @@ def summarize(pairs: list[dict]) -> dict:
         theirs = [p["vllm"][key] for p in pairs]
         ours = [p["ours"][key] for p in pairs]
         mt, mo = statistics.mean(theirs), statistics.mean(ours)
+        def pct(x: float, base: float) -> float | None:
+            return x / base * 100 if base else None  # a zero mean (instant server ITL) has no relative spread
+
         out[key] = {
-            "vllm_mean": mt, "ours_mean": mo, "diff_pct": (mo - mt) / mt * 100,
-            "vllm_spread_pct": (max(theirs) - min(theirs)) / mt * 100,
-            "ours_spread_pct": (max(ours) - min(ours)) / mo * 100,
+            "vllm_mean": mt, "ours_mean": mo, "diff_pct": pct(mo - mt, mt),
+            "vllm_spread_pct": pct(max(theirs) - min(theirs), mt),
+            "ours_spread_pct": pct(max(ours) - min(ours), mo),
         }
     out["output_throughput_vllm_reported_mean"] = statistics.mean(p["vllm"]["output_throughput_reported"] for p in pairs)
     return out
@@ -176,7 +179,7 @@ def main() -> int:
         return 0
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--vllm-python", required=True)
-    p.add_argument("--serve-bin", required=True, help="the `transformers` executable of a transformers[serving] env")
+    p.add_argument("--serve-bin", default="transformers", help="the `transformers` executable of a transformers[serving] env")
     p.add_argument("--model", required=True)
     p.add_argument("--pairs", type=int, default=5)
     p.add_argument("--requests", type=int, default=64)
@@ -186,6 +189,8 @@ def main() -> int:
     p.add_argument("--warmup", type=int, default=4)
     p.add_argument("--port", type=int, default=18377)
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--instant", action="store_true",
+                   help="use the instant-server test double instead of transformers serve: isolates client cost")
     a = p.parse_args()
     a.model = str(Path(a.model).resolve())
     out = a.out or Path(tempfile.mkdtemp(prefix="fidelity-"))
@@ -202,8 +207,14 @@ def main() -> int:
     prompts_file.write_text("".join(json.dumps({"prompt": pr.prompt}) + "\n" for pr in prompts))
     gen_config = exact_len_fields("transformers", None, a.output_len)["generation_config"]
 
-    server = start_server(a.serve_bin, a.model, a.port, out / "server.log")
-    base_url = f"http://127.0.0.1:{a.port}"
+    if a.instant:
+        sys.path.insert(0, str(ROOT / "tests" / "bench"))
+        from conftest import start_instant_server
+
+        server, port = start_instant_server()
+    else:
+        server, port = start_server(a.serve_bin, a.model, a.port, out / "server.log"), a.port
+    base_url = f"http://127.0.0.1:{port}"
     pairs = []
     try:
         for i in range(a.pairs):
