@@ -40,6 +40,7 @@ import attrs
 import requests
 
 from specdsl.hosts.http import session
+from specdsl.hosts import HostError
 from specdsl.hosts.local import LocalHost
 from specdsl.model.config import Stack, canonical_json
 from specdsl.provision.pipconf import PipSources, read_pip_sources
@@ -127,7 +128,10 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvRecor
 
     def run(argv: list[str], what: str, extra_env: dict[str, str] | None = None, timeout: float = INSTALL_TIMEOUT_S):
         say(what)
-        result = host.run(argv, log_path=log_path, timeout=timeout, env={**env, **(extra_env or {})}, stop=stop)
+        try:
+            result = host.run(argv, log_path=log_path, timeout=timeout, env={**env, **(extra_env or {})}, stop=stop)
+        except HostError as exc:  # the program itself is missing
+            raise ProvisionError(f"Provisioning stack {stack.name!r} failed: {what}: {exc}", command=list(argv), log_path=str(log_path)) from None
         if not result.ok:
             status = f"timed out after {timeout:.0f}s" if result.timed_out else f"exited {result.returncode}"
             raise ProvisionError(
@@ -253,7 +257,7 @@ def _existing_interpreter(stack: Stack) -> str | None:
     if stack.python == "system":
         return sys.executable
     if "/" in stack.python:
-        if not os.access(stack.python, os.X_OK):
+        if not (os.path.isfile(stack.python) and os.access(stack.python, os.X_OK)):
             raise ProvisionError(f"Stack {stack.name!r}: interpreter {stack.python} does not exist or is not executable")
         return stack.python
     return None

@@ -152,6 +152,17 @@ def test_system_python_installs_from_find_links_only(tmp_path):
     assert "--no-index" in install and "--extra-index-url" not in install
 
 
+def test_interpreter_that_is_missing_or_does_not_run_is_a_provision_error(tmp_path):
+    with pytest.raises(ProvisionError, match="no-such-python does not exist"):
+        provision(Stack(name="x", installer="pip", python=str(tmp_path / "no-such-python")), tmp_path, "x", tmp_path / "l")
+    broken = tmp_path / "broken-python"
+    broken.write_text("not a program\n")  # executable bit, no format the kernel runs
+    broken.chmod(0o755)
+    with pytest.raises(ProvisionError) as info:
+        provision(Stack(name="x", installer="pip", python=str(broken)), tmp_path, "y", tmp_path / "l")
+    assert "could not start" in str(info.value) and info.value.command[0] == str(broken)
+
+
 def test_system_python_with_an_index_is_refused(tmp_path):
     with pytest.raises(ProvisionError, match="find-links only"):
         provision(Stack(name="x", python="system", index=("https://example.invalid/simple",)), tmp_path, "x", tmp_path / "l")
