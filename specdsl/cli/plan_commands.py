@@ -75,13 +75,17 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
 
         print_diags(graph.diags, {})
         return None, None
-    known = {e.name for e in loaded.resolved.config.experiments} | {e.group for e in loaded.resolved.config.experiments}
-    for target in getattr(args, "target", []):
-        if target not in known:
-            from specdsl.diag import did_you_mean
+    experiments = loaded.resolved.config.experiments
+    known = {e.name for e in experiments} | {e.group for e in experiments}
+    unknown = [t for t in getattr(args, "target", []) if t not in known]
+    if unknown:
+        from specdsl.diag import did_you_mean
 
-            error(f"--target {target}: no experiment of that name. {did_you_mean(target, known)}".rstrip())
-            return None, None
+        groups = sorted({e.group for e in experiments})
+        for target in unknown:
+            hint = did_you_mean(target, known) or "experiments: " + ", ".join(groups)
+            error(f"--target {target}: no experiment of that name in {loaded.spec}; {hint}")
+        return None, None
     if no_refresh:
         fresh = Refresh.from_state(state)
     else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
@@ -108,23 +112,33 @@ def cmd_plan(args) -> int:
     try:
         _, state = read_state(args)
     except StateError as exc:
-        error(str(exc))
-        return EXIT_ERROR
+        return _state_error(exc)
     graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
     if plan is None:
         return EXIT_ERROR
-    sys.stdout.write(render_json(plan) if args.json else render_text(plan))
+    # the plan file first: when it cannot be written, the run is an error
+    # and prints no plan that looks saved
     if args.out:
         try:
             write_plan(Path(args.out), plan)
-        except OSError as exc:
-            error(f"cannot write {args.out}: {exc.strerror}")
+        except PlanFileError as exc:
+            error(str(exc))
             return EXIT_ERROR
-        if not args.json:
-            print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
+        except OSError as exc:
+            error(f"cannot write the plan to {args.out}: {exc.strerror or exc}")
+            return EXIT_ERROR
+    sys.stdout.write(render_json(plan) if args.json else render_text(plan))
+    if args.out and not args.json:
+        print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
         return EXIT_CHANGES if plan.has_changes else EXIT_OK
     return EXIT_OK
+
+
+def _state_error(exc: StateError) -> int:
+    # StateError renders as `PATH: error: Summary` + hint already
+    print(str(exc), file=sys.stderr)
+    return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
 
 
 def cmd_show(args) -> int:
@@ -144,8 +158,7 @@ def cmd_graph(args) -> int:
     try:
         _, state = read_state(args)
     except StateError as exc:
-        error(str(exc))
-        return EXIT_ERROR
+        return _state_error(exc)
     graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
     if plan is None:
         return EXIT_ERROR

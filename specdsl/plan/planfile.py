@@ -55,17 +55,39 @@ def _checksum(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+HEADER = "# specdsl saved plan: apply it with `specdsl apply THIS_FILE`; do not edit.\n"
+
+
 def dumps(plan: Plan) -> str:
     body = _body(plan)
     doc = {"format_version": PLAN_FORMAT, "checksum": _checksum(body), **body}
-    return "# specdsl saved plan: apply it with `specdsl apply THIS_FILE`; do not edit.\n" + tomli_w.dumps(doc)
+    return HEADER + tomli_w.dumps(doc)
 
 
 def write_plan(path: Path, plan: Plan) -> None:
+    """Write atomically (temp file + rename). Replaces an earlier saved plan,
+    never another file: `-o` pointing at a spec or a state file by mistake
+    is a PlanFileError and the file is left as it is."""
+    if path.is_dir():
+        raise PlanFileError(f"{path}: is a folder; name a file, e.g. {path / 'NAME.plan.toml'}")
+    if path.exists() and not _is_plan_file(path):
+        raise PlanFileError(f"{path}: exists and is not a specdsl plan file; it was left as it is. "
+                            "Name another file (plans/NAME.plan.toml) or remove this one first")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(dumps(plan))
-    tmp.replace(path)
+    try:
+        tmp.write_text(dumps(plan))
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _is_plan_file(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            return f.read(len(HEADER.encode())) == HEADER.encode()
+    except OSError:
+        return False
 
 
 def read_plan(path: Path) -> Plan:
@@ -92,7 +114,7 @@ def read_plan(path: Path) -> Plan:
         raise PlanFileError(f"{path}: the plan file was changed after it was written; make a new plan with `specdsl plan`")
     try:
         return _from_body(doc)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PlanFileError(f"{path}: malformed plan file ({exc}); make a new plan") from None
 
 
