@@ -99,7 +99,8 @@ def print_result(result, plan, stream=None) -> None:
     parts = [f"{counts.get(s, 0)} {s}" for s in (COMPLETED, REUSED, FAILED, SKIPPED)]
     checks = {s: sum(1 for _, v in result.verdicts if v.status == s) for s in ("pass", "fail", "inconclusive")}
     console.print(
-        f"\nApply {'interrupted' if result.interrupted else 'finished'} in {result.wall:.1f}s: " + ", ".join(parts)
+        f"\nApply {'interrupted' if result.interrupted else 'finished'} in {result.wall:.1f}s "
+        f"(steps busy {result.busy:.1f}s, engine overhead {result.overhead:.2f}s): " + ", ".join(parts)
         + f"; {result.launches} server launch{'es' if result.launches != 1 else ''}"
         + f"; checks: {checks['pass']} passed, {checks['fail']} failed, {checks['inconclusive']} inconclusive."
     )

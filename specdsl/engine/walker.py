@@ -61,10 +61,12 @@ class ApplyResult:
     interrupted: bool = False
     launches: int = 0
     wall: float = 0.0
+    busy: float = 0.0  # time when at least one step was running
 
     @property
-    def step_time(self) -> float:
-        return sum(o.elapsed for o in self.outcomes)
+    def overhead(self) -> float:
+        """Wall time spent outside every step: the engine's own cost."""
+        return max(0.0, self.wall - self.busy)
 
     def exit_code(self) -> int:
         if self.interrupted:
@@ -97,6 +99,7 @@ class Walk:
         self.handles: dict[str, engines.ServerHandle] = {}
         self.argvs: dict[str, tuple[str, ...]] = {}  # launch -> argv it ran (for the stack lock)
         self.variables = dict(variables or {})
+        self._intervals: list[tuple[float, float]] = []
         self._mutex = threading.Lock()
 
     # ---- bookkeeping
@@ -106,6 +109,9 @@ class Walk:
 
     def finish(self, outcome: Outcome) -> None:
         with self._mutex:
+            now = time.monotonic()
+            if outcome.elapsed:
+                self._intervals.append((now - outcome.elapsed, now))
             self.result.outcomes.append(outcome)
             if outcome.status in (FAILED, SKIPPED):
                 self.failed.setdefault(outcome.addr, self.failed.get(outcome.addr) or outcome.addr)
@@ -159,6 +165,7 @@ class Walk:
                 if self.stop.is_set() or not self.graph.steps[addr].payload["server"].keep_running:
                     self._teardown_handle(addr, handle, quiet=True)
         self.result.wall = time.monotonic() - started
+        self.result.busy = _union_length(self._intervals)
         return self.result
 
     def _of_kind(self, kind: str) -> list[str]:
@@ -406,3 +413,13 @@ class Walk:
                                     list(self.argvs.get(launch, ())), run.id, dict(run.metrics))
             self.rec.change(lambda s: s.with_promotion(exp.promote, run.id, passed.get(exp.name, [])))
             self.finish(Outcome(addr, "promote", COMPLETED, f"track {exp.promote} -> run {run.id}; lock {os.path.relpath(lock)}"))
+
+
+def _union_length(intervals: list[tuple[float, float]]) -> float:
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
