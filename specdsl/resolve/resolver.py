@@ -337,23 +337,31 @@ class _Resolver:
                 seen.append(nxt)
                 cands = by_group.get(nxt)
                 cur = cands[0] if cands else None
-        # comparable numbers
+        # comparable numbers: one warning per experiment block, naming the
+        # workload fields that differ (a sweep of 1,000 cells gives one line)
+        differing: dict[str, tuple[config.Experiment, list[str], set[str]]] = {}
         for exp in experiments:
             if exp.baseline is None or exp.baseline.kind != "experiment":
                 continue
             cands = by_group.get(exp.baseline.name)
-            if not cands:
+            if not cands or cands[0].workload == exp.workload:
                 continue
             base = cands[0]
-            if base.workload != exp.workload:
-                self.diags.append(
-                    Diagnostic.warning(
-                        f"Baseline `{base.name}` runs a different workload",
-                        self._attr_span(exp.group, "baseline"),
-                        f"`{exp.name}` runs workload `{exp.workload.name}` and its baseline `{base.workload.name}` with other settings: "
-                        "the numbers are not comparable",
-                    )
+            fields = {f.name for f in attrs.fields(config.Workload)
+                      if f.eq and f.name != "name" and getattr(base.workload, f.name) != getattr(exp.workload, f.name)}
+            entry = differing.setdefault(exp.group, (base, [], set()))
+            entry[1].append(exp.name)
+            entry[2].update(fields)
+        for group, (base, cells, fields) in differing.items():
+            who = f"`{cells[0]}`" if len(cells) == 1 else f"{len(cells)} cells of `{group}`"
+            self.diags.append(
+                Diagnostic.warning(
+                    f"Baseline `{base.name}` runs a different workload",
+                    self._attr_span(group, "baseline"),
+                    f"{who} and the baseline differ in {', '.join(sorted(fields)) or 'the workload'}: "
+                    "the numbers are not comparable",
                 )
+            )
 
     def _attr_span(self, experiment: str, attr: str) -> Span | None:
         block = self.blocks["experiment"].get(experiment)
