@@ -1,7 +1,7 @@
 """Fidelity of specdsl's benchmark client against `vllm bench serve`.
 
-    python benchmarks/bench_fidelity.py --vllm-python /tmp/bench-vllmenv/bin/python \
-        --serve-bin /tmp/bench-tfenv/bin/transformers --model examples/quickstart/tiny-llama
+    python benchmarks/bench_fidelity.py --vllm-python VLLM_ENV/bin/python \
+        --serve-bin TF_ENV/bin/transformers --model examples/quickstart/tiny-llama
 
 Starts `transformers serve MODEL --continuous-batching` (memory capped, own
 process group, loopback), then runs the same workload with `vllm bench

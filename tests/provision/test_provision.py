@@ -193,9 +193,9 @@ def test_stop_event_cancels_install(tmp_path):
 
 def test_parse_pip_config_list():
     text = (
-        ":env:.find-links='/opt/wheels'\n"
+        ":env:.find-links='/srv/wheels'\n"
         "global.extra-index-url='file:///a/simple file:///b/simple'\n"
-        "global.find-links='/opt/wheels /more'\n"
+        "global.find-links='/srv/wheels /more'\n"
         "global.constraint='/etc/c.txt'\n"
         "download.index-url='https://elsewhere/simple'\n"  # not a section pip install reads
         "install.index-url='https://mirror/simple'\n"
@@ -203,7 +203,7 @@ def test_parse_pip_config_list():
         "freeze.timeout='5'\n"
     )
     sources = parse_config_list(text)
-    assert sources.find_links == ("/opt/wheels", "/more")
+    assert sources.find_links == ("/srv/wheels", "/more")
     assert sources.extra_index_urls == ("file:///a/simple", "file:///b/simple")
     assert sources.constraints == ("/etc/c.txt",)
     assert sources.index_url == "https://mirror/simple"
