@@ -392,6 +392,13 @@ class Walk:
             if verdict.status == checks.PASS:
                 passed.setdefault(exp.name, []).append(assertion.name)
             status = COMPLETED if verdict.status == checks.PASS else verdict.status
+            # every verdict is kept: state is the history of what was checked
+            run_id, folder = self.rec.new_run()
+            (folder / "verdict.json").write_text(json.dumps(attrs.asdict(verdict), sort_keys=True))
+            now = utc_now()
+            run = self.rec.run_record(step, run_id, folder, now, COMPLETED, reason=f"{verdict.status}: {verdict.detail}",
+                                      metrics={"pass": 1.0 if verdict.status == checks.PASS else 0.0})
+            self.rec.step_done(step, run)
             self.finish(Outcome(addr, "check", status, verdict.detail))
         for addr in self._of_kind("promote"):
             if self.action(addr) is not Action.PROMOTE:

@@ -63,3 +63,28 @@ def test_changed_workload_reruns_only_benchmarks(quickstart, tmp_path):
     assert plan.returncode == 2, plan.stdout + plan.stderr
     assert "> benchmark.serial" in plan.stdout and "output_len: 32 -> 16" in plan.stdout
     assert "= provision.serve" in plan.stdout
+
+
+def test_saved_plan_applies_exactly_and_stale_plan_is_refused(quickstart):
+    folder, first = quickstart
+    assert first.returncode == 0
+    made = specdsl("plan", "quickstart.spec", "-o", "plans/now.plan.toml", cwd=folder, timeout=120)
+    assert made.returncode == 0, made.stdout + made.stderr
+    applied = specdsl("apply", "plans/now.plan.toml", cwd=folder, timeout=300)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "0 server launches" in applied.stdout
+    # the state moved on (apply wrote it): the same plan file is now stale
+    again = specdsl("apply", "plans/now.plan.toml", cwd=folder, timeout=120)
+    assert again.returncode == 6, again.stdout + again.stderr
+    assert "stale plan" in again.stderr and "serial" in again.stderr
+    # a plan made before the spec changed is stale too
+    specdsl("plan", "quickstart.spec", "-o", "plans/old.plan.toml", cwd=folder, timeout=120)
+    spec = folder / "quickstart.spec"
+    original = spec.read_text()
+    try:
+        spec.write_text(original.replace("runs        = 3", "runs        = 4"))
+        stale = specdsl("apply", "plans/old.plan.toml", cwd=folder, timeout=120)
+        assert stale.returncode == 6, stale.stdout + stale.stderr
+        assert "changed since the plan was made" in stale.stderr
+    finally:
+        spec.write_text(original)
