@@ -16,13 +16,13 @@ from pathlib import Path
 
 from specdsl.cli.apply_view import ConsoleHooks, print_result
 from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
-from specdsl.cli.plan_commands import add_common, build_plan
+from specdsl.cli.plan_commands import _state_error, add_common, build_plan
 from specdsl.engine.record import Recorder
 from specdsl.engine.walker import Walk
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
-from specdsl.state import LockError, State, StateError, load_state, locked, state_dir_for
+from specdsl.state import State, StateError, load_state, locked, state_dir_for
 
 
 def add_parsers(sub) -> None:
@@ -72,12 +72,8 @@ def cmd_apply(args) -> int:
             for note in notes:
                 print(note, file=sys.stderr)
             return _apply_locked(args, loaded, state_dir, lock, saved)
-    except LockError as exc:
-        error(str(exc))
-        return EXIT_CONFLICT
-    except StateError as exc:
-        error(str(exc))
-        return EXIT_CONFLICT if getattr(exc, "conflict", False) else EXIT_ERROR
+    except StateError as exc:  # LockError included
+        return _state_error(exc)
 
 
 def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:

@@ -42,6 +42,8 @@ def _resources(state: State) -> dict[str, tuple[str, Any]]:
         out[f"run.{run.id}"] = ("run", run)
     for baseline in state.baselines:
         out[f"baseline.{baseline.track}"] = ("baseline", baseline)
+    for step in state.steps:  # the plan's addresses: `state show launch.kimi`
+        out[step.addr] = ("step", step)
     return out
 
 
