@@ -159,14 +159,23 @@ class _Resolver:
         baseline = self.baseline(name, attrs_.get("baseline"))
         promote = self.promote(attrs_.get("promote"), bool(matrix_keys))
         out = []
+        # Each attribute is evaluated once per distinct value of the matrix
+        # keys it reads (once in all, for one that reads none), not per cell.
+        used = {a: _matrix_refs(attrs_[a].value) for a in _BLOCK_ATTRS if a in attrs_}
+        built: dict[tuple, Any] = {}
+        asserts = tuple(config.Assertion(a.name, a.expr, a.span) for a in raw.asserts)
+        plain_of: dict[int, Any] = {}
         for cell in cells:
-            scope = Scope(self.vars, self.blocks, matrix=cell if matrix_keys else None, matrix_keys=matrix_keys)
+            scope = None
             parts = {}
-            for attr_name in _BLOCK_ATTRS:
-                item = attrs_.get(attr_name)
-                if item is None:
-                    continue
-                parts[attr_name] = self.block_value(attr_name, evaluate(item.value, scope, self.diags), scope)
+            for attr_name, keys in used.items():
+                memo = (attr_name, tuple((k, _cell_value(cell[k].value)) for k in keys if k in cell))
+                if memo not in built:
+                    if scope is None:
+                        scope = Scope(self.vars, self.blocks, matrix=cell if matrix_keys else None, matrix_keys=matrix_keys)
+                    item = attrs_[attr_name]
+                    built[memo] = self.block_value(attr_name, evaluate(item.value, scope, self.diags), scope)
+                parts[attr_name] = built[memo]
             workload = parts.get("workload")
             user_metrics = tuple(m.name for m in workload.metrics) if workload else ()
             for a in raw.asserts:
@@ -193,9 +202,10 @@ class _Resolver:
                     server=parts["server"],
                     workload=workload,
                     baseline=baseline,
-                    asserts=tuple(config.Assertion(a.name, a.expr, a.span) for a in raw.asserts),
+                    asserts=asserts,
                     promote=promote,
-                    matrix=tuple((k, _plain(v)) for k, v in cell.items()),
+                    matrix=tuple((k, plain_of[id(v)] if id(v) in plain_of else plain_of.setdefault(id(v), _plain(v)))
+                                 for k, v in cell.items()),
                     group=name,
                     span=block.span,
                 )
@@ -340,6 +350,7 @@ class _Resolver:
         # comparable numbers: one warning per experiment block, naming the
         # workload fields that differ (a sweep of 1,000 cells gives one line)
         differing: dict[str, tuple[config.Experiment, list[str], set[str]]] = {}
+        compared: dict[tuple[int, int], set[str]] = {}
         for exp in experiments:
             if exp.baseline is None or exp.baseline.kind != "experiment":
                 continue
@@ -347,8 +358,11 @@ class _Resolver:
             if not cands or cands[0].workload == exp.workload:
                 continue
             base = cands[0]
-            fields = {f.name for f in attrs.fields(config.Workload)
-                      if f.eq and f.name != "name" and getattr(base.workload, f.name) != getattr(exp.workload, f.name)}
+            pair = (id(base.workload), id(exp.workload))
+            if pair not in compared:  # cells share workload objects: compare each pair once
+                compared[pair] = {f.name for f in attrs.fields(config.Workload)
+                                  if f.eq and f.name != "name" and getattr(base.workload, f.name) != getattr(exp.workload, f.name)}
+            fields = compared[pair]
             entry = differing.setdefault(exp.group, (base, [], set()))
             entry[1].append(exp.name)
             entry[2].update(fields)
@@ -387,6 +401,32 @@ def _frozen(x: Any) -> Any:
     if isinstance(x, (str, int, float, bool, BlockRef, ast.Quantity)) or x is None:
         return (type(x).__name__, x)  # 1 and 1.0 and true stay apart
     return None
+
+
+def _matrix_refs(expr: ast.Expr) -> tuple[str, ...]:
+    """The matrix keys an expression reads (`matrix.backend` -> backend)."""
+    keys, stack = set(), [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Ref):
+            if e.parts[0] == "matrix":
+                keys.add(e.parts[1] if len(e.parts) > 1 else "")
+        elif isinstance(e, ast.Override):
+            stack.extend(i.value for i in e.body if isinstance(i, ast.Attribute))
+            stack.extend(b for b in e.body if isinstance(b, ast.Block))
+        elif isinstance(e, ast.Block):
+            stack.extend(i.value for i in e.body if isinstance(i, ast.Attribute))
+        elif isinstance(e, ast.ListExpr):
+            stack.extend(e.items)
+        elif isinstance(e, ast.MapExpr):
+            stack.extend(i.value for i in e.items)
+        elif isinstance(e, ast.BinOp):
+            stack.extend((e.left, e.right))
+        elif isinstance(e, (ast.Neg, ast.Not)):
+            stack.append(e.operand)
+        elif isinstance(e, ast.Call):
+            stack.extend(e.args)
+    return tuple(sorted(keys))
 
 
 def _cell_value(x: Any) -> str:
