@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import csv
 import functools
-import importlib.resources
 import re
+from pathlib import Path
 
 import attrs
 
@@ -45,7 +45,7 @@ class LogPattern:
 
 
 def _read(name: str) -> str:
-    return importlib.resources.files("specdsl.facts").joinpath(name).read_text()
+    return (Path(__file__).parent / name).read_text()  # package data beside this module
 
 
 def _type_of(raw: str) -> str:

@@ -5,7 +5,6 @@ variable files (`--var-file`: `name = value` lines in spec syntax).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -25,15 +24,29 @@ class Sources:
     files: list[ast.File] = attrs.Factory(list)
     # path relative to the root spec's folder -> sha256 of the bytes, so the
     # digest is the same from any working directory and on any machine
-    digests: dict[str, str] = attrs.Factory(dict)
+    digests: dict[str, "_Digest"] = attrs.Factory(dict)
     root: Path | None = None
 
     def digest(self) -> str:
         """One hash over every file read (imports and variable files included)."""
+        import hashlib  # only plans need it: validate stays light
+
         h = hashlib.sha256()
         for name in sorted(self.digests):
             h.update(f"{name}\0{self.digests[name]}\0".encode())
         return h.hexdigest()
+
+
+class _Digest:
+    """A file's SHA-256, computed when first asked for (plans ask; validate does not)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def __str__(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(self._data).hexdigest()
 
 
 def display_name(path: Path) -> str:
@@ -62,7 +75,7 @@ def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic],
         diags.append(Diagnostic.error(f"Cannot read {shown}: {exc.strerror}", at))
         return None
     base = sources.root.parent if sources.root is not None else path.parent
-    sources.digests[os.path.relpath(path.resolve(), base.resolve())] = hashlib.sha256(data).hexdigest()
+    sources.digests[os.path.relpath(path.resolve(), base.resolve())] = _Digest(data)
     file, errors, text = parse_bytes(data, shown, start)
     if text is not None:
         sources.texts[shown] = text

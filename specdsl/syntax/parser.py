@@ -9,8 +9,8 @@ returns a tree or diagnostics, never raises on bad input.
 from __future__ import annotations
 
 import functools
-import importlib.resources
 import threading
+from pathlib import Path
 
 import attrs
 import lark
@@ -107,7 +107,10 @@ def _on_close(tok: lark.Token) -> lark.Token:
 
 
 def grammar_text() -> str:
-    return importlib.resources.files("specdsl.grammar").joinpath("spec.lark").read_text()
+    # A plain path (not importlib.resources, whose import costs more than the
+    # rest of validation): the wheel ships specdsl/grammar/spec.lark, and in a
+    # checkout specdsl/grammar links to the top-level grammar/ folder.
+    return (Path(__file__).resolve().parents[1] / "grammar" / "spec.lark").read_text()
 
 
 @functools.cache
