@@ -99,10 +99,23 @@ class _Comments:
         lead, trail = self.leading.get(key), self.trailing.get(key)
         if lead is None and trail is None:
             return ast.NO_COMMENTS
-        return ast.Comments(tuple(c.text for c in lead or ()), trail)
+        return ast.Comments(_with_gaps(lead or ()), trail)
 
     def at_end(self, key: tuple) -> tuple[str, ...]:
-        return tuple(c.text for c in self.leading.get(key, ()))
+        return _with_gaps(self.leading.get(key, ()))
+
+
+def _with_gaps(comments) -> tuple[str, ...]:
+    """Comment texts, with "" where blank lines separated two of them (the
+    printer writes it back as one blank line)."""
+    out: list[str] = []
+    prev = None
+    for c in comments:
+        if prev is not None and c.line > prev.line + 1:
+            out.append("")
+        out.append(c.text)
+        prev = c
+    return tuple(out)
 
 
 def _anchors(tree: Tree) -> list[tuple[int, int, int, int, tuple]]:

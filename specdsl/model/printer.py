@@ -97,7 +97,7 @@ def number_text(value: int | float) -> str:
 
 
 def _leading(out: list[str], comments: ast.Comments, indent: str) -> None:
-    out.extend(indent + c for c in comments.leading)
+    out.extend(indent + c if c else "" for c in comments.leading)
 
 
 def _trail(line: str, comments: ast.Comments) -> str:
@@ -117,7 +117,7 @@ def _block(out: list[str], block: ast.Block, indent: str) -> None:
         return
     out.append(f"{indent}{head} {{")
     _body(out, block.body, indent + INDENT)
-    out.extend(indent + INDENT + c for c in block.end_comments)
+    out.extend(indent + INDENT + c if c else "" for c in block.end_comments)
     out.append(_trail(f"{indent}}}", block.comments))
 
 
@@ -211,13 +211,13 @@ def _value_lines(value: ast.Expr, indent: str, used: int) -> list[str]:
             sub[0] = head + sub[0]
             sub[-1] = _trail(sub[-1] + ",", item.comments)
             lines.extend(sub)
-        lines.extend(inner + c for c in value.end_comments)
+        lines.extend(inner + c if c else "" for c in value.end_comments)
         lines.append(indent + "}")
         return lines
     if isinstance(value, ast.Override):
         lines = [value.ref.dotted + " {"]
         _body(lines, value.body, inner)
-        lines.extend(inner + c for c in value.end_comments)
+        lines.extend(inner + c if c else "" for c in value.end_comments)
         lines.append(indent + "}")
         return lines
     return [expr_text(value)]

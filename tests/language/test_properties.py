@@ -102,7 +102,7 @@ def comments_in(node) -> Counter:
     while stack:
         n = stack.pop()
         if isinstance(n, ast.Comments):
-            out.update(n.leading)
+            out.update(c for c in n.leading if c)  # "" marks a blank line between comments
             if n.trailing:
                 out[n.trailing] += 1
         elif isinstance(n, (tuple, list)):
@@ -111,7 +111,7 @@ def comments_in(node) -> Counter:
             for a in n.__attrs_attrs__:
                 value = getattr(n, a.name)
                 if a.name == "end_comments":
-                    out.update(value)
+                    out.update(c for c in value if c)
                 elif not isinstance(value, (str, int, float, bool)) and value is not None:
                     stack.append(value)
     return out
