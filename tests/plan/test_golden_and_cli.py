@@ -18,7 +18,11 @@ GOLDEN = sorted((ROOT / "plans").glob("*.plan.toml"))
 
 def test_golden_plans_exist_for_examples():
     names = {p.name for p in GOLDEN}
-    assert "kimi-k25-upgrade.plan.toml" in names
+    assert names >= {"kimi-k25-upgrade.plan.toml", "quickstart.plan.toml", "sweep.plan.toml", "vllm-cpu.plan.toml"}
+    # every example spec has its golden plan
+    specs = {read_plan(p).spec for p in GOLDEN}
+    examples = {str(p.relative_to(ROOT)) for p in (ROOT / "examples").glob("*/*.spec") if p.name != "common.spec"}
+    assert examples <= specs, examples - specs
 
 
 @pytest.mark.parametrize("golden", GOLDEN, ids=lambda p: p.name)
