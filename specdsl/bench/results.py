@@ -1,8 +1,8 @@
 """What a benchmark produces: per-run metrics and samples, and the error
 raised when a benchmark yields no data.
 
-`METRICS` is the vocabulary the spec language validates metric names
-against. Metric definitions follow `vllm bench serve`
+`METRICS` (from `specdsl.model.metrics`) is the vocabulary the spec
+language validates metric names against. Metric definitions follow `vllm bench serve`
 (vllm/benchmarks/serve.py); see `specdsl.bench.stats`.
 """
 
@@ -12,33 +12,12 @@ from typing import Any
 
 import attrs
 
+# One vocabulary for the language, the checks and the client.
+from specdsl.model.metrics import DISTRIBUTIONS as _DISTRIBUTION_UNITS
+from specdsl.model.metrics import METRICS, STATS  # noqa: F401  (re-exported)
+
 FORMAT_VERSION = 1
-
-DISTRIBUTIONS = ("ttft", "tpot", "itl", "e2el")
-STATS = ("mean", "median", "std", "p50", "p90", "p99")
-
-
-def _metric_table() -> dict[str, tuple[str, str]]:
-    table: dict[str, tuple[str, str]] = {
-        "request_throughput": ("scalar", "req/s"),
-        "output_throughput": ("scalar", "tok/s"),
-        "total_token_throughput": ("scalar", "tok/s"),
-        "completed": ("scalar", "count"),
-        "failed": ("scalar", "count"),
-        "duration": ("scalar", "s"),
-        "total_input_tokens": ("scalar", "count"),
-        "total_output_tokens": ("scalar", "count"),
-    }
-    for dist in DISTRIBUTIONS:
-        for stat in STATS:
-            table[f"{stat}_{dist}_ms"] = ("scalar", "ms")
-    for dist in DISTRIBUTIONS:
-        table[dist] = ("distribution", "ms")
-    return table
-
-
-#: metric name -> (kind "scalar"|"distribution", unit "ms"|"tok/s"|"req/s"|"count"|"s")
-METRICS: dict[str, tuple[str, str]] = _metric_table()
+DISTRIBUTIONS = tuple(_DISTRIBUTION_UNITS)
 
 
 class BenchError(Exception):

@@ -42,23 +42,13 @@ def build_parser(lang_only: bool = False, plan_only: bool = False) -> argparse.A
 
 
 def _command_modules(with_apply: bool = True):
-    modules = [lang_commands]
-    try:  # later layers register themselves when present
-        from specdsl.cli import plan_commands
+    from specdsl.cli import plan_commands
 
-        modules.append(plan_commands)
-    except ImportError as exc:
-        if "plan_commands" not in str(exc):
-            raise
-    if not with_apply:
-        return modules
-    try:
+    modules = [lang_commands, plan_commands]
+    if with_apply:
         from specdsl.cli import apply_commands
 
         modules.append(apply_commands)
-    except ImportError as exc:
-        if "apply_commands" not in str(exc):
-            raise
     return modules
 
 

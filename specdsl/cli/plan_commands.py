@@ -105,7 +105,9 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
     return graph, plan
 
 
-def cmd_plan(args) -> int:
+def _spec_plan(args):
+    """(graph, plan) for args.file against its state, or an exit code when
+    the spec, the state or the targets are wrong (already reported)."""
     loaded = load_spec(args)
     if loaded is None:
         return EXIT_ERROR
@@ -114,8 +116,14 @@ def cmd_plan(args) -> int:
     except StateError as exc:
         return _state_error(exc)
     graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
-    if plan is None:
-        return EXIT_ERROR
+    return EXIT_ERROR if plan is None else (graph, plan)
+
+
+def cmd_plan(args) -> int:
+    made = _spec_plan(args)
+    if isinstance(made, int):
+        return made
+    graph, plan = made
     # the plan file first: when it cannot be written, the run is an error
     # and prints no plan that looks saved
     if args.out:
@@ -152,16 +160,10 @@ def cmd_show(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    loaded = load_spec(args)
-    if loaded is None:
-        return EXIT_ERROR
-    try:
-        _, state = read_state(args)
-    except StateError as exc:
-        return _state_error(exc)
-    graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
-    if plan is None:
-        return EXIT_ERROR
+    made = _spec_plan(args)
+    if isinstance(made, int):
+        return made
+    graph, plan = made
     sys.stdout.write(to_dot(graph, plan))
     return EXIT_OK
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import tomli_w
 
+from specdsl.graph.build import server_content, stack_content
 from specdsl.state import LockInfo, RunRecord, State, StepRecord, new_run_id, run_folder, utc_now, write_state
 
 
@@ -88,25 +89,11 @@ def write_stack_lock(spec_dir: Path, track: str, experiment, env: dict | None, s
         "experiment": experiment.name,
         "run": run_id,
         "promoted": utc_now(),
-        "stack": {
-            "python": stack.python,
-            "packages": list(stack.packages),
-            "index": list(stack.index),
-            "find_links": list(stack.find_links),
-            "overrides": list(stack.overrides),
-            "exclude": list(stack.exclude),
-            "env": dict(stack.env),
-            "installer": stack.installer,
-        },
-        "server": {
-            "engine": experiment.server.engine,
-            "model": experiment.server.model,
-            "args": {k: list(v) if isinstance(v, tuple) else v for k, v in experiment.server.args},
-        },
+        # the same fields the step identities hash (TOML cannot hold None)
+        "stack": {k: v for k, v in stack_content(stack).items() if v is not None},
+        "server": {k: v for k, v in server_content(experiment.server).items() if v is not None},
         "metrics": dict(sorted(metrics.items())),
     }
-    if stack.cuda:
-        doc["stack"]["cuda"] = stack.cuda
     if env:
         doc["resolved"] = {k: v for k, v in env.items() if v is not None and k != "packages"}
         doc["resolved"]["packages"] = dict(sorted(env.get("packages", {}).items()))

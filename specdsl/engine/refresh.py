@@ -8,29 +8,19 @@ pure. `--no-refresh` uses `from_state`: what state records is taken as true.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import requests
 
 from specdsl.hosts.http import session
 from specdsl.plan.model import Refresh
+from specdsl.state.lock import pid_alive
 
 
 def from_state(state) -> Refresh:
     if state is None:
         return Refresh()
     return Refresh(frozenset(e.identity for e in state.environments), frozenset(s.identity for s in state.servers))
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def server_answers(base_url: str, timeout: float = 2.0) -> bool:
@@ -61,7 +51,7 @@ def refresh(state) -> Refresh:
         if srv.host != "local":
             servers.add(srv.identity)
             continue
-        if _pid_alive(srv.pid) and server_answers(srv.base_url):
+        if pid_alive(srv.pid) and server_answers(srv.base_url):
             servers.add(srv.identity)
         else:
             drift.append(f"server {srv.addr} was recorded running (pid {srv.pid}, {srv.base_url}), does not answer: will relaunch if needed")

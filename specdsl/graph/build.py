@@ -120,7 +120,7 @@ class _Work:
 Transform = Callable[[_Work], None]
 
 
-def _content_stack(stack: config.Stack) -> dict:
+def stack_content(stack: config.Stack) -> dict:
     return {
         "python": stack.python,
         "cuda": stack.cuda,
@@ -134,7 +134,7 @@ def _content_stack(stack: config.Stack) -> dict:
     }
 
 
-def _content_server(server: config.Server) -> dict:
+def server_content(server: config.Server) -> dict:
     # ready_timeout and keep_running change how specdsl waits and cleans up,
     # not the server: they are left out so changing them relaunches nothing.
     out = {"engine": server.engine, "model": server.model, "args": {k: _jsonable(v) for k, v in server.args}, "env": dict(server.env)}
@@ -224,7 +224,7 @@ def provision(work: _Work) -> None:
     for exp in work.cfg.experiments:
         pre = work.graph.steps[_cells(work)[exp.name]["preflight"]]
         content, identity = _identified(work, "provision", pre.identity, exp.stack,
-                                        lambda: {"host": pre.identity, "stack": _content_stack(exp.stack)})
+                                        lambda: {"host": pre.identity, "stack": stack_content(exp.stack)})
         addr = _name(work, "provision", exp.stack.name, identity, exp.name)
         _add(work, Step(addr, "provision", identity, content, (pre.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"stack": exp.stack, "host": exp.host}))
@@ -235,7 +235,7 @@ def launch(work: _Work) -> None:
     for exp in work.cfg.experiments:
         prov = work.graph.steps[_cells(work)[exp.name]["provision"]]
         content, identity = _identified(work, "launch", prov.identity, exp.server,
-                                        lambda: {"provision": prov.identity, "server": _content_server(exp.server)})
+                                        lambda: {"provision": prov.identity, "server": server_content(exp.server)})
         addr = _name(work, "launch", exp.server.name, identity, exp.name)
         _add(work, Step(addr, "launch", identity, content, (prov.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"server": exp.server, "host": exp.host, "stack": exp.stack}))
