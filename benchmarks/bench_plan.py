@@ -262,7 +262,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}), {cpu_model()}, "
           f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end")
     print(f"spec: {cells} matrix cells + 2 experiments, {steps} steps planned")
-    print(f"command: python -m specdsl.cli.main plan --no-refresh grid.spec --state EMPTY_DIR")
+    print("command: python -m specdsl.cli.main plan --no-refresh grid.spec --state EMPTY_DIR")
     print(f"plan says: {summary}")
     print(figures("python -c pass", floor, floor_cpu))
     print(figures("specdsl plan  ", wall, cpu))

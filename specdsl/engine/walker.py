@@ -211,6 +211,13 @@ class Walk:
             self.finish(Outcome(addr, "preflight", COMPLETED, "host ready", time.monotonic() - t0))
 
     def _provision(self, addr: str):
+        try:
+            return self._provision_step(addr)
+        except Exception as exc:  # never let a thread die silently: record the failure
+            self._unexpected(addr, exc)
+            return None
+
+    def _provision_step(self, addr: str):
         step = self.graph.steps[addr]
         root = self.blocked_by(addr)
         if root:
@@ -246,10 +253,18 @@ class Walk:
 
     def _host_loop(self, launches: list[str]) -> None:
         for launch in launches:
-            self._serve(launch)
+            try:
+                self._serve(launch)
+            except Exception as exc:  # a bug or an unexpected host error: record it, go on with the next server
+                self._unexpected(launch, exc)
+
+    def _unexpected(self, addr: str, exc: Exception) -> None:
+        if any(o.addr == addr for o in self.result.outcomes):
+            return
+        step = self.graph.steps[addr]
+        self.finish(Outcome(addr, step.kind, FAILED, f"unexpected error: {type(exc).__name__}: {exc}"))
 
     def _serve(self, launch: str) -> None:
-        step = self.graph.steps[launch]
         benches = self._benchmarks_of(launch)
         handle = self._launch(launch)
         for b in benches:
@@ -274,8 +289,6 @@ class Walk:
             t0 = time.monotonic()
             self._teardown_handle(launch, handle)
             self.finish(Outcome(teardown, "teardown", COMPLETED, "server stopped", time.monotonic() - t0))
-        elif handle is not None and not step.payload["server"].keep_running:
-            pass  # no teardown planned (targeted apply): the final sweep stops it
 
     def _launch(self, addr: str):
         step = self.graph.steps[addr]

@@ -1,7 +1,6 @@
 import json
 from pathlib import Path
 
-import attrs
 
 from specdsl.graph.build import build_graph
 from specdsl.plan.diff import make_plan

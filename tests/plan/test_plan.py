@@ -1,10 +1,8 @@
 """Plans: actions, reasons, sharing, determinism, no-change re-plans."""
 
-import attrs
 
 from specdsl.plan.model import Action
 from specdsl.plan.render import render_json, render_text
-from specdsl.state import StepRecord
 
 from plan_helpers import SPEC, applied_state, plan_for, resolve_text
 
