@@ -20,48 +20,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from grid_common import COMMON
+
 BACKENDS = ["triton", "flashinfer", "fa3", "fa4", "torch_native", "flex_attention", "cutlass_mla", "flashmla", "trtllm_mla", "trtllm_mha"]
 
 
 def make_spec(per_backend: int) -> str:
     concurrency = ", ".join(str(c) for c in range(1, per_backend + 1))
     backends = ", ".join(f'"{b}"' for b in BACKENDS)
-    return f"""variable "model" {{ default = "moonshotai/Kimi-K2.5" }}
-
-host "gpu8" {{
-  ssh  = "bench@gpu8"
-  gpus = 8
-}}
-
-stack "cu130" {{
-  python   = "3.12"
-  cuda     = "13.0"
-  packages = ["torch==2.9.1", "sglang==0.5.9", "sgl-kernel==0.3.21", "flashinfer-python==0.6.4"]
-  env      = {{ CUDA_HOME = "/usr/local/cuda-13.0" }}
-}}
-
-server "kimi" {{
-  engine = "sglang"
-  model  = var.model
-  args   = {{ tp-size = 8, speculative-algorithm = "EAGLE3", speculative-num-steps = 3 }}
-}}
-
-workload "decode" {{
-  dataset    = "random"
-  input_len  = 1024
-  output_len = 256
-  requests   = 32
-  runs       = 5
-}}
-
-experiment "base" {{
-  host     = host.gpu8
-  stack    = stack.cu130
-  server   = server.kimi
-  workload = workload.decode
-}}
-
-experiment "grid" {{
+    return COMMON + f"""experiment "grid" {{
   matrix   = {{ backend = [{backends}], concurrency = [{concurrency}] }}
   host     = host.gpu8
   stack    = stack.cu130

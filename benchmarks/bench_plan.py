@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from grid_common import COMMON
+
 BACKENDS = ["triton", "flashinfer", "fa3", "fa4", "torch_native", "flex_attention", "cutlass_mla", "flashmla", "trtllm_mla", "trtllm_mha"]
 CONCURRENCY = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 OUTPUT_LEN = [32, 64, 128, 256, 512, 768, 1024, 1536, 2048, 4096]
@@ -51,42 +53,7 @@ def axes(side: int) -> tuple[list[str], list[int], list[int]]:
 
 def make_spec(side: int) -> str:
     backends, concurrency, output_len = axes(side)
-    return f"""variable "model" {{ default = "moonshotai/Kimi-K2.5" }}
-
-host "gpu8" {{
-  ssh  = "bench@gpu8"
-  gpus = 8
-}}
-
-stack "cu130" {{
-  python   = "3.12"
-  cuda     = "13.0"
-  packages = ["torch==2.9.1", "sglang==0.5.9", "sgl-kernel==0.3.21", "flashinfer-python==0.6.4"]
-  env      = {{ CUDA_HOME = "/usr/local/cuda-13.0" }}
-}}
-
-server "kimi" {{
-  engine = "sglang"
-  model  = var.model
-  args   = {{ tp-size = 8, speculative-algorithm = "EAGLE3", speculative-num-steps = 3 }}
-}}
-
-workload "decode" {{
-  dataset    = "random"
-  input_len  = 1024
-  output_len = 256
-  requests   = 32
-  runs       = 5
-}}
-
-experiment "base" {{
-  host     = host.gpu8
-  stack    = stack.cu130
-  server   = server.kimi
-  workload = workload.decode
-}}
-
-experiment "cand" {{
+    return COMMON + f"""experiment "cand" {{
   host     = host.gpu8
   stack    = stack.cu130
   server   = server.kimi {{ args = {{ attention-backend = "flashinfer" }} }}
