@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import sys
+import tempfile
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -151,6 +152,8 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvRecor
         if existing is not None:
             venv_argv.append("--system-site-packages")
         run(venv_argv + [str(venv)], f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
+        if existing is not None:
+            _inherit_site_packages(existing, python, run)
         overrides = list(stack.overrides) + [f"{name}; {NEVER}" for name in stack.exclude]
         argv = [uv, "pip", "install", "--python", python, *sources]
         if overrides:
@@ -162,6 +165,8 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvRecor
         base = _pip_base_python(stack, existing)
         venv_argv = [base, "-m", "venv"] + (["--system-site-packages"] if existing else []) + [str(venv)]
         run(venv_argv, f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
+        if existing is not None:
+            _inherit_site_packages(existing, python, run)
         pip = [python, "-m", "pip", "install", "--disable-pip-version-check", *sources]
         if stack.packages:
             run(pip + list(stack.packages), f"installing {len(stack.packages)} packages with pip")
@@ -261,6 +266,29 @@ def _existing_interpreter(stack: Stack) -> str | None:
             raise ProvisionError(f"Stack {stack.name!r}: interpreter {stack.python} does not exist or is not executable")
         return stack.python
     return None
+
+
+_WRITE_SITE_DIRS = "import site, sys; open(sys.argv[1], 'w').write(chr(10).join(site.getsitepackages()))"
+_WRITE_PURELIB = "import sys, sysconfig; open(sys.argv[1], 'w').write(sysconfig.get_paths()['purelib'])"
+
+
+def _inherit_site_packages(existing: str, python: str, run) -> None:
+    """Make the existing interpreter's packages visible in the new env.
+
+    `--system-site-packages` reaches only the *base* interpreter's packages;
+    when the existing interpreter is itself a virtual environment (a GPU
+    host's preinstalled torch venv, say) its packages would stay invisible.
+    A `.pth` file in the new env lists the existing interpreter's site
+    folders after the env's own, so what the stack installs still comes first."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
+        run([existing, "-c", _WRITE_SITE_DIRS, str(out)], "reading the existing interpreter's site folders", timeout=60)
+        dirs = [d for d in out.read_text().splitlines() if d and Path(d).is_dir()]
+        run([python, "-c", _WRITE_PURELIB, str(out)], "finding the environment's site folder", timeout=60)
+        purelib = Path(out.read_text().strip())
+    inherited = [d for d in dirs if Path(d).resolve() != purelib.resolve()]
+    if inherited:
+        (purelib / "specdsl-inherited.pth").write_text("\n".join(inherited) + "\n")
 
 
 def _pip_base_python(stack: Stack, existing: str | None) -> str:
