@@ -91,7 +91,9 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
     else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
         from specdsl.engine.refresh import refresh
 
-        fresh = refresh(state)
+        cfg = loaded.resolved.config
+        local = frozenset({"local"} | {h.name for h in cfg.hosts if not h.ssh} | {e.host.name for e in cfg.experiments if not e.host.ssh})
+        fresh = refresh(state, local)
     plan = make_plan(
         graph,
         state,

@@ -35,12 +35,15 @@ def server_answers(base_url: str, timeout: float = 2.0) -> bool:
     return False
 
 
-def refresh(state) -> Refresh:
+def refresh(state, local_hosts: frozenset[str] = frozenset({"local"})) -> Refresh:
+    """Ask what still exists. `local_hosts` are the spec's host names that
+    mean this machine (no `ssh`): their records are checked here; records of
+    other hosts are trusted (remote hosts are not asked yet)."""
     if state is None:
         return Refresh()
     envs, servers, drift = set(), set(), []
     for env in state.environments:
-        if env.host != "local":
+        if env.host not in local_hosts:
             envs.add(env.identity)  # remote hosts are not asked yet: trust state
             continue
         if Path(env.python).exists():
@@ -48,7 +51,7 @@ def refresh(state) -> Refresh:
         else:
             drift.append(f"environment {env.identity[:12]} was recorded at {env.path}, is missing: will re-create if needed")
     for srv in state.servers:
-        if srv.host != "local":
+        if srv.host not in local_hosts:
             servers.add(srv.identity)
             continue
         if pid_alive(srv.pid) and server_answers(srv.base_url):
