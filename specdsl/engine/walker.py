@@ -114,7 +114,7 @@ class Walk:
                 self._intervals.append((now - outcome.elapsed, now))
             self.result.outcomes.append(outcome)
             if outcome.status in (FAILED, SKIPPED):
-                self.failed.setdefault(outcome.addr, self.failed.get(outcome.addr) or outcome.addr)
+                self.failed.setdefault(outcome.addr, outcome.addr)
         self.hooks.finish(outcome)
 
     def blocked_by(self, addr: str) -> str | None:
@@ -133,6 +133,25 @@ class Walk:
     def interrupted_skip(self, addr: str) -> None:
         self.result.interrupted = True
         self.skip(addr, "not started: apply was interrupted")
+
+    def may_start(self, addr: str, root: str | None = None) -> bool:
+        """True when `addr` may start; otherwise it is recorded as skipped,
+        because apply was interrupted or because `root` (by default the
+        first failed step it depends on) failed."""
+        root = root or self.blocked_by(addr)
+        if self.stop.is_set():
+            self.interrupted_skip(addr)
+            return False
+        if root:
+            self.skip(addr, f"skipped because {root} failed", root)
+            return False
+        return True
+
+    def fail(self, step, run_id: str, folder: Path, started: str, t0: float, detail: str, log: str) -> None:
+        """Record a step that failed while executing: a failed run in state
+        (with the reason) and the outcome (with where its log is)."""
+        self.rec.step_done(step, self.rec.run_record(step, run_id, folder, started, FAILED, reason=detail))
+        self.finish(Outcome(step.addr, step.kind, FAILED, detail, time.monotonic() - t0, log))
 
     # ---- the walk
     def run(self) -> ApplyResult:
@@ -172,7 +191,7 @@ class Walk:
         return [a for a in self.order if self.graph.steps[a].kind == kind]
 
     def _benchmarks_of(self, launch: str) -> list[str]:
-        succ = set(self.graph.dag.successors(launch))
+        succ = set(self.graph.succ[launch])
         return [a for a in self.order if a in succ and self.graph.steps[a].kind == "benchmark"]
 
     def _launch_needed(self, launch: str) -> bool:
@@ -219,12 +238,7 @@ class Walk:
 
     def _provision_step(self, addr: str):
         step = self.graph.steps[addr]
-        root = self.blocked_by(addr)
-        if root:
-            self.skip(addr, f"skipped because {root} failed", root)
-            return None
-        if self.stop.is_set():
-            self.interrupted_skip(addr)
+        if not self.may_start(addr):
             return None
         self.hooks.start(addr, "provision")
         run_id, folder = self.rec.new_run()
@@ -237,9 +251,7 @@ class Walk:
             self.interrupted_skip(addr)
             return None
         except provision.ProvisionError as exc:
-            run = self.rec.run_record(step, run_id, folder, started, FAILED, reason=str(exc))
-            self.rec.step_done(step, run)
-            self.finish(Outcome(addr, "provision", FAILED, str(exc), time.monotonic() - t0, str(log)))
+            self.fail(step, run_id, folder, started, t0, str(exc), str(log))
             return None
         self.env_records[addr] = record
         env = steps_io.environment_record(record, step)
@@ -272,17 +284,8 @@ class Walk:
                 if b in self.changes:
                     self.finish(Outcome(b, "benchmark", REUSED, self.changes[b].reason))
                 continue
-            if handle is None:
-                root = self.failed.get(launch, launch)
-                if self.stop.is_set():
-                    self.interrupted_skip(b)
-                else:
-                    self.skip(b, f"skipped because {root} failed", root)
-                continue
-            if self.stop.is_set():
-                self.interrupted_skip(b)
-                continue
-            self._benchmark(b, handle)
+            if self.may_start(b, None if handle is not None else self.failed.get(launch, launch)):
+                self._benchmark(b, handle)
         teardown = f"teardown.{launch.split('.', 1)[1]}"
         if handle is not None and self.action(teardown) is Action.DESTROY:
             self.hooks.start(teardown, "teardown")
@@ -303,15 +306,7 @@ class Walk:
         prov = step.deps[0]
         fut = self.envs.get(prov)
         env = fut.result() if fut is not None else None
-        root = self.blocked_by(addr)
-        if env is None or root:
-            if self.stop.is_set():
-                self.interrupted_skip(addr)
-            else:
-                self.skip(addr, f"skipped because {root or prov} failed", root or prov)
-            return None
-        if self.stop.is_set():
-            self.interrupted_skip(addr)
+        if not self.may_start(addr, None if env is not None else self.failed.get(prov, prov)):
             return None
         self.hooks.start(addr, "launch")
         run_id, folder = self.rec.new_run()
@@ -323,9 +318,7 @@ class Walk:
             self.interrupted_skip(addr)
             return None
         except engines.LaunchError as exc:
-            run = self.rec.run_record(step, run_id, folder, started, FAILED, reason=str(exc))
-            self.rec.step_done(step, run)
-            self.finish(Outcome(addr, "launch", FAILED, str(exc), time.monotonic() - t0, str(folder / "server.log")))
+            self.fail(step, run_id, folder, started, t0, str(exc), str(folder / "server.log"))
             return None
         self.handles[addr] = handle
         self.argvs[addr] = handle.argv
@@ -349,9 +342,7 @@ class Walk:
             self.interrupted_skip(addr)
             return
         except bench.BenchError as exc:
-            run = self.rec.run_record(step, run_id, folder, started, FAILED, reason=str(exc))
-            self.rec.step_done(step, run)
-            self.finish(Outcome(addr, "benchmark", FAILED, f"{exc} (server log: {handle.log_path})", time.monotonic() - t0, str(folder)))
+            self.fail(step, run_id, folder, started, t0, f"{exc} (server log: {handle.log_path})", str(folder))
             return
         if self.stop.is_set() and not result.runs:
             self.interrupted_skip(addr)
@@ -386,13 +377,8 @@ class Walk:
         for addr in self._of_kind("check"):
             step = self.graph.steps[addr]
             exp = step.payload["experiment"]
-            root = self.blocked_by(addr)
-            if self.stop.is_set():
-                self.interrupted_skip(addr)
-                continue
-            if root:
-                self.skip(addr, f"skipped because {root} failed", root)
-                verdict_of[addr] = "skipped"
+            if not self.may_start(addr):
+                verdict_of[addr] = SKIPPED
                 continue
             mine = steps_io.load_results(self.rec.state, self.rec.state_dir, self.graph.steps[step.deps[0]].identity)
             baseline = steps_io.baseline_results(self.rec.state, self.rec.state_dir, exp, self.graph)

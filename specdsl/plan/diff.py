@@ -245,13 +245,10 @@ def _select(graph: Graph, targets: tuple[str, ...]) -> set[str]:
             for a in addrs.values():
                 for addr in (a if isinstance(a, tuple) else (a,)):
                     chosen.add(addr)
-                    chosen |= _ancestors(graph, addr)
+                    chosen |= graph.upstream(addr)
     # the teardown of a chosen launch
     for addr, step in graph.steps.items():
         if step.kind == "teardown" and step.payload["launch"] in chosen:
             chosen.add(addr)
     return chosen
 
-
-def _ancestors(graph: Graph, addr: str) -> set[str]:
-    return graph.upstream(addr)
