@@ -85,9 +85,6 @@ class Diagnostics:
     def extend(self, other: Iterable[Diagnostic]) -> None:
         self._items.extend(other)
 
-    def has_errors(self) -> bool:
-        return any(d.severity == ERROR for d in self._items)
-
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self._items if d.severity == ERROR]

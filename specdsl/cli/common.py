@@ -14,7 +14,8 @@ from specdsl.cli.lang_commands import parse_vars
 from specdsl.cli.views import print_diags
 from specdsl.resolve.resolver import Resolved, resolve_file
 
-EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_FAILED_CHECK, EXIT_INCONCLUSIVE, EXIT_STEP_FAILED, EXIT_CONFLICT = 0, 1, 2, 3, 4, 5, 6
+# apply's other codes (3 check failed, 4 inconclusive, 5 step failed) come from the walk's result
+EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_CONFLICT = 0, 1, 2, 6
 
 
 @attrs.frozen

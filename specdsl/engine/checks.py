@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 
 from specdsl.model import ast
-from specdsl.model.metrics import DISTRIBUTIONS, METRICS
+from specdsl.model.metrics import DISTRIBUTIONS
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
@@ -173,7 +173,3 @@ def check(name: str, expr: ast.Expr, mine: Results | None, baseline: Results | N
         return Verdict(name, INCONCLUSIVE, f"values cannot be compared: {exc}")
     detail = ", ".join(dict.fromkeys(shown))
     return Verdict(name, PASS if ok is True else FAIL, detail)
-
-
-def is_metric(name: str) -> bool:
-    return name in METRICS

@@ -60,7 +60,3 @@ class Step:
     host: str = "local"
     experiments: tuple[str, ...] = ()
     payload: dict = attrs.field(factory=dict, eq=False, hash=False, repr=False)
-
-    @property
-    def short(self) -> str:
-        return self.identity[:12]

@@ -39,11 +39,3 @@ for _d in DISTRIBUTIONS:
 
 FUNCTIONS = ("p50", "p90", "p99", "median", "mean", "min", "max", "stddev")
 
-
-def is_metric(name: str) -> bool:
-    return name in METRICS
-
-
-def is_user_metric_ok(name: str, user_metrics: tuple[str, ...]) -> bool:
-    """A workload that runs the user's own script defines its own metrics."""
-    return name in user_metrics or name in METRICS

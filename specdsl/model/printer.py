@@ -51,14 +51,6 @@ def format_file(file: ast.File) -> str:
     return "\n".join(out) + "\n" if out else ""
 
 
-def format_varfile(file: ast.File) -> str:
-    lines: list[str] = []
-    _body(lines, file.statements, "")
-    if file.end_comments:
-        lines.extend(file.end_comments)
-    return "\n".join(lines) + "\n" if lines else ""
-
-
 def quote(text: str) -> str:
     out = ['"']
     for ch in text:

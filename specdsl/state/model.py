@@ -283,10 +283,6 @@ class State:
             results.update({k: v for k, v in self.results if k == run.identity and v != run.id})
         return attrs.evolve(self, runs=runs, results=results)
 
-    def without_result(self, identity: str) -> "State":
-        """Forget the result of step `identity` (the runs stay as history)."""
-        return attrs.evolve(self, results={k: v for k, v in self.results if k != identity})
-
     def with_promotion(
         self, track: str, run_id: str, checks: tuple[str, ...] | list[str], time: str | None = None
     ) -> "State":
