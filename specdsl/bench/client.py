@@ -6,7 +6,7 @@ every stream, so the client spends its CPU on parsing rather than on
 switching between threads that fight over the GIL, and it is what `vllm
 bench serve` uses, so both clients pay the same per-chunk costs.
 
-A request never raises: every failure is a `RequestRecord` with `ok=False`
+A request never raises: every failure is a `RequestTiming` with `ok=False`
 and a short `reason` (HTTP status, timeout, truncated stream, non-JSON
 chunk, empty stream, error object in the stream, connection failure).
 """
@@ -20,7 +20,7 @@ import time
 
 import aiohttp
 
-from specdsl.bench.records import RequestRecord
+from specdsl.bench.timings import RequestTiming
 
 _BODY_EXCERPT = 160
 
@@ -57,7 +57,7 @@ async def stream_request(
     url: str,
     body: bytes,
     headers: dict[str, str],
-    record: RequestRecord,
+    record: RequestTiming,
     *,
     timeout: float,
     t0: float,
@@ -116,7 +116,7 @@ async def stream_request(
 
 
 def _handle_line(
-    line: bytes, t: float, chunks: list[float], record: RequestRecord, pieces: list[str], keep_text: bool
+    line: bytes, t: float, chunks: list[float], record: RequestTiming, pieces: list[str], keep_text: bool
 ) -> bool:
     """Handle one SSE line; True when it ends the stream ([DONE] or a
     finish_reason). Raises _StreamFailure for a chunk that breaks the stream."""

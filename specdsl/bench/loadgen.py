@@ -27,7 +27,7 @@ from typing import Any
 from specdsl.bench.client import make_session, request_headers, stream_request
 from specdsl.bench.datasets import Prompt, Tokenizer, build_prompts, load_tokenizer
 from specdsl.bench.quirks import exact_len_fields, quirks_for
-from specdsl.bench.records import RequestRecord, write_records
+from specdsl.bench.timings import RequestTiming, write_records
 from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures
 from specdsl.bench.stats import compute_metrics
 
@@ -91,8 +91,8 @@ class _Runner:
         self.headers = request_headers()
         self.session = None
 
-    async def one(self, i: int, body: bytes, t0: float, texts: dict[int, str]) -> RequestRecord:
-        record = RequestRecord(i=i)
+    async def one(self, i: int, body: bytes, t0: float, texts: dict[int, str]) -> RequestTiming:
+        record = RequestTiming(i=i)
         text = await stream_request(
             self.session, self.url, body, self.headers, record, timeout=self.timeout, t0=t0, keep_text=self.keep_text
         )
@@ -100,8 +100,8 @@ class _Runner:
             texts[i] = text
         return record
 
-    async def closed_loop(self, n: int, concurrency: int, texts: dict[int, str]) -> tuple[list[RequestRecord], float]:
-        records: list[RequestRecord] = []
+    async def closed_loop(self, n: int, concurrency: int, texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
+        records: list[RequestTiming] = []
         next_index = 0
         t0 = time.perf_counter()
 
@@ -115,7 +115,7 @@ class _Runner:
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, n)))))
         return records, time.perf_counter() - t0
 
-    async def open_loop(self, offsets: list[float], texts: dict[int, str]) -> tuple[list[RequestRecord], float]:
+    async def open_loop(self, offsets: list[float], texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
         tasks: list[asyncio.Task] = []
         t0 = time.perf_counter()
         try:
@@ -145,7 +145,7 @@ class _Runner:
                 raise BenchError("benchmark stopped before it finished")
 
 
-def _count_tokens(records: list[RequestRecord], texts: dict[int, str], tokenizer: Tokenizer | None) -> None:
+def _count_tokens(records: list[RequestTiming], texts: dict[int, str], tokenizer: Tokenizer | None) -> None:
     """Output token counts for records whose server sent no usage."""
     for rec in records:
         if rec.tokens_from == "usage":
@@ -158,7 +158,7 @@ def _count_tokens(records: list[RequestRecord], texts: dict[int, str], tokenizer
             rec.tokens_from = "chunks"
 
 
-def _fill_prompt_lens(records: list[RequestRecord], prompts: list[Prompt]) -> None:
+def _fill_prompt_lens(records: list[RequestTiming], prompts: list[Prompt]) -> None:
     for rec in records:
         if rec.prompt_tokens == 0:
             rec.prompt_tokens = prompts[rec.i % len(prompts)].prompt_len
@@ -249,7 +249,7 @@ async def _all_runs(runner: _Runner, workload: Any, prompts: list[Prompt], tok, 
     return results
 
 
-def _reasons(records: list[RequestRecord]) -> dict[str, int]:
+def _reasons(records: list[RequestTiming]) -> dict[str, int]:
     out: dict[str, int] = {}
     for r in records:
         if not r.ok:

@@ -23,7 +23,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 
-from specdsl.bench.records import RequestRecord
+from specdsl.bench.timings import RequestTiming
 from specdsl.bench.results import DISTRIBUTIONS
 
 
@@ -58,7 +58,7 @@ def summarize(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def request_samples(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
+def request_samples(records: Sequence[RequestTiming]) -> dict[str, list[float]]:
     """Per-request ttft, tpot, e2el and pooled per-chunk itl, in ms, of the
     completed requests, in request order."""
     out: dict[str, list[float]] = {d: [] for d in DISTRIBUTIONS}
@@ -77,7 +77,7 @@ def request_samples(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
 
 
 def compute_metrics(
-    records: Sequence[RequestRecord], duration_s: float
+    records: Sequence[RequestTiming], duration_s: float
 ) -> tuple[dict[str, float], dict[str, list[float]], dict[str, int]]:
     """(metrics, samples in ms, failure reason -> count) of one run."""
     completed = [r for r in records if r.ok]

@@ -17,8 +17,8 @@ from pathlib import Path
 from specdsl.cli.apply_view import ConsoleHooks, print_result
 from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
 from specdsl.cli.plan_commands import _state_error, add_common, build_plan
-from specdsl.engine.record import Recorder
-from specdsl.engine.walker import Walk
+from specdsl.apply.state_writer import StateWriter
+from specdsl.apply.walker import Walk
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
@@ -99,7 +99,7 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         if answer != "yes":
             print("Apply cancelled.")
             return EXIT_ERROR
-    recorder = Recorder(state_dir, state or State.new(), lock)
+    recorder = StateWriter(state_dir, state or State.new(), lock)
     stop = threading.Event()
     hooks = ConsoleHooks()
     walk = Walk(plan, graph, recorder, spec_dir=Path(args.file).parent, env_root=env_root(), hooks=hooks, stop=stop,

@@ -11,7 +11,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from specdsl.engine.walker import COMPLETED, FAILED, REUSED, SKIPPED, Outcome
+from specdsl.apply.walker import COMPLETED, FAILED, REUSED, SKIPPED, Outcome
 
 _MARK = {COMPLETED: "[green]✓[/]", REUSED: "[cyan]=[/]", FAILED: "[red]✗[/]", SKIPPED: "[yellow]-[/]",
          "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}

@@ -89,7 +89,7 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
     if no_refresh:
         fresh = Refresh.from_state(state)
     else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
-        from specdsl.engine.refresh import refresh
+        from specdsl.apply.refresh import refresh
 
         cfg = loaded.resolved.config
         local = frozenset({"local"} | {h.name for h in cfg.hosts if not h.ssh} | {e.host.name for e in cfg.experiments if not e.host.ssh})

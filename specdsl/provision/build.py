@@ -46,7 +46,7 @@ from specdsl.hosts.local import LocalHost
 from specdsl.model.config import Stack, canonical_json
 from specdsl.provision.pipconf import PipSources, read_pip_sources
 from specdsl.provision.probe import ProbeFailed, probe
-from specdsl.provision.record import EnvRecord, ProvisionError, read_marker, write_marker
+from specdsl.provision.envinfo import EnvInfo, ProvisionError, read_marker, write_marker
 
 INSTALL_TIMEOUT_S = 3600.0
 VENV_TIMEOUT_S = 300.0
@@ -64,7 +64,7 @@ def provision(
     *,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
-) -> EnvRecord:
+) -> EnvInfo:
     """The environment of `stack` under `root/identity`, built if needed.
 
     Reuses an existing one when its marker names the same stack and it still
@@ -92,7 +92,7 @@ def provision(
         return _build(stack, folder, identity, stack_json, Path(log_path), say, stop)
 
 
-def verify(record: EnvRecord) -> bool:
+def verify(record: EnvInfo) -> bool:
     """True when the environment is still there and holds what its record
     says: the marker names it, the interpreter runs with the recorded Python
     version, and the installed distributions equal the recorded ones."""
@@ -111,7 +111,7 @@ def verify(record: EnvRecord) -> bool:
 # -- building ------------------------------------------------------------------
 
 
-def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvRecord:
+def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvInfo:
     host = LocalHost()
     if stack.installer not in ("uv", "pip"):
         raise ProvisionError(f"Stack {stack.name!r}: unknown installer {stack.installer!r} (use \"uv\" or \"pip\")")
@@ -192,7 +192,7 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvRecor
             log_path=str(log_path),
         )
     nvcc = _check_nvcc(stack, env, host, log_path) if stack.cuda else None
-    record = EnvRecord(
+    record = EnvInfo(
         identity=identity,
         path=str(venv),
         python=python,

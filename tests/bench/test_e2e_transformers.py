@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from specdsl.bench import BenchError, run_benchmark
-from specdsl.bench.records import read_records
+from specdsl.bench.timings import read_records
 from specdsl.model.config import Workload
 
 pytestmark = pytest.mark.e2e

@@ -11,7 +11,7 @@ import pytest
 
 from specdsl.bench import BenchError, run_benchmark
 from specdsl.bench.loadgen import arrival_offsets, endpoint_url
-from specdsl.bench.records import read_records
+from specdsl.bench.timings import read_records
 from specdsl.bench.stats import compute_metrics
 from specdsl.model.config import Workload
 

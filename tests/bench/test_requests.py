@@ -9,7 +9,7 @@ import pytest
 
 from specdsl.bench import BenchError, run_benchmark
 from specdsl.bench.datasets import build_prompts, load_tokenizer
-from specdsl.bench.records import read_records
+from specdsl.bench.timings import read_records
 from specdsl.model.config import Workload
 
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from specdsl.bench.records import RequestRecord
+from specdsl.bench.timings import RequestTiming
 from specdsl.bench.stats import compute_metrics, percentile, summarize
 
 
@@ -37,7 +37,7 @@ def test_empty_distribution_gives_no_statistics_instead_of_zeros():
 
 
 def _rec(i, chunks, out, ok=True, reason=None, prompt=10):
-    return RequestRecord(i=i, ok=ok, reason=reason, chunks_s=chunks, output_tokens=out, tokens_from="usage", prompt_tokens=prompt)
+    return RequestTiming(i=i, ok=ok, reason=reason, chunks_s=chunks, output_tokens=out, tokens_from="usage", prompt_tokens=prompt)
 
 
 def test_metrics_follow_vllm_definitions():

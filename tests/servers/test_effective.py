@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specdsl.engines import ServerHandle, effective_config, scan_log
-from specdsl.engines.effective import parse_kv_list, vllm_non_default_args
+from specdsl.servers import ServerHandle, effective_config, scan_log
+from specdsl.servers.effective import parse_kv_list, vllm_non_default_args
 from specdsl.model.config import Server
 
 DATA = Path(__file__).with_name("data")

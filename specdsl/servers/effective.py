@@ -24,7 +24,7 @@ from typing import Any
 
 import requests
 
-from specdsl.engines.launch import ServerHandle
+from specdsl.servers.launch import ServerHandle
 from specdsl.facts import engine_flags, log_patterns
 from specdsl.hosts.http import session
 from specdsl.model.config import Server

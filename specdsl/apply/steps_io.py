@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 
-from specdsl import bench, engines
-from specdsl.engine.checks import Results
-from specdsl.engines.launch import health_url
+from specdsl import bench, servers
+from specdsl.apply.checks import Results
+from specdsl.servers.launch import health_url
 from specdsl.state import Environment, ServerRecord, State, utc_now
 
 NVIDIA_SMI_TIMEOUT_S = 30
@@ -75,8 +75,8 @@ def server_record(handle, step) -> ServerRecord:
     )
 
 
-def handle_from_record(record: ServerRecord, server) -> engines.ServerHandle:
-    return engines.ServerHandle(
+def handle_from_record(record: ServerRecord, server) -> servers.ServerHandle:
+    return servers.ServerHandle(
         pid=record.pid, pgid=record.pgid, port=record.port, host="127.0.0.1", base_url=record.base_url,
         log_path=record.log, argv=(), engine=server.engine, model=server.model,
         health_url=health_url(server, record.base_url),
@@ -93,7 +93,7 @@ def run_workload(workload, server, handle, folder: Path, *, progress, stop) -> b
 
 def effective(server, handle) -> tuple[dict[str, Any], list[str]]:
     try:
-        return engines.effective_config(server, handle)
+        return servers.effective_config(server, handle)
     except Exception as exc:  # an unreadable report must not lose the benchmark's results
         return {}, [f"could not read the effective configuration: {exc}"]
 

@@ -12,9 +12,9 @@ process group and confirms nothing is left; `answers` is the refresh probe.
 Imports: hosts, provision, model.config, facts; never plan, engine or cli.
 """
 
-from specdsl.engines.argv import build_argv, render_args
-from specdsl.engines.effective import effective_config, scan_log
-from specdsl.engines.launch import LaunchError, ServerHandle, answers, launch, teardown
+from specdsl.servers.argv import build_argv, render_args
+from specdsl.servers.effective import effective_config, scan_log
+from specdsl.servers.launch import LaunchError, ServerHandle, answers, launch, teardown
 from specdsl.facts import ENGINES, FlagInfo, engine_flags
 
 __all__ = [

@@ -27,9 +27,9 @@ from typing import Any, Protocol
 
 import attrs
 
-from specdsl import bench, engines, provision
-from specdsl.engine import checks, steps_io
-from specdsl.engine.record import Recorder, write_stack_lock
+from specdsl import bench, servers, provision
+from specdsl.apply import checks, steps_io
+from specdsl.apply.state_writer import StateWriter, write_stack_lock
 from specdsl.hosts import Cancelled
 from specdsl.plan.model import Action
 from specdsl.state import utc_now
@@ -81,7 +81,7 @@ class ApplyResult:
 
 
 class Walk:
-    def __init__(self, plan, graph, recorder: Recorder, *, spec_dir: Path, env_root: Path, hooks: Hooks,
+    def __init__(self, plan, graph, recorder: StateWriter, *, spec_dir: Path, env_root: Path, hooks: Hooks,
                  stop: threading.Event | None = None, variables: dict[str, Any] | None = None) -> None:
         self.plan = plan
         self.graph = graph
@@ -96,7 +96,7 @@ class Walk:
         self.failed: dict[str, str] = {}  # addr -> root cause addr
         self.envs: dict[str, cf.Future] = {}
         self.env_records: dict[str, Any] = {}
-        self.handles: dict[str, engines.ServerHandle] = {}
+        self.handles: dict[str, servers.ServerHandle] = {}
         self.argvs: dict[str, tuple[str, ...]] = {}  # launch -> argv it ran (for the stack lock)
         self.variables = dict(variables or {})
         self._intervals: list[tuple[float, float]] = []
@@ -313,11 +313,11 @@ class Walk:
         t0, started = time.monotonic(), utc_now()
         server = steps_io.localize(step.payload["server"], self.spec_dir)
         try:
-            handle = engines.launch(server, env, folder, progress=lambda m: self.hooks.progress(addr, m), stop=self.stop)
+            handle = servers.launch(server, env, folder, progress=lambda m: self.hooks.progress(addr, m), stop=self.stop)
         except Cancelled:
             self.interrupted_skip(addr)
             return None
-        except engines.LaunchError as exc:
+        except servers.LaunchError as exc:
             self.fail(step, run_id, folder, started, t0, str(exc), str(folder / "server.log"))
             return None
         self.handles[addr] = handle
@@ -361,7 +361,7 @@ class Walk:
 
     def _teardown_handle(self, launch: str, handle, quiet: bool = False) -> None:
         try:
-            engines.teardown(handle)
+            servers.teardown(handle)
         except Exception as exc:  # teardown must go on for the other servers
             if not quiet:
                 self.result.warnings.append(f"{launch}: teardown: {exc}")

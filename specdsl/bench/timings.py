@@ -22,7 +22,7 @@ RECORDS_FORMAT_VERSION = 1
 
 
 @dataclass(slots=True)
-class RequestRecord:
+class RequestTiming:
     """One request. `chunks_s` are the perf_counter offsets (s) from the
     moment the request was sent to the arrival of each chunk whose `choices`
     were non-empty (the chunks `vllm bench serve` times)."""
@@ -51,7 +51,7 @@ class RequestRecord:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> RequestRecord:
+    def from_json(cls, d: dict[str, Any]) -> RequestTiming:
         return cls(
             i=int(d["i"]),
             start_s=float(d["start_s"]),
@@ -65,7 +65,7 @@ class RequestRecord:
         )
 
 
-def write_records(path: Path, header: dict[str, Any], records: list[RequestRecord]) -> None:
+def write_records(path: Path, header: dict[str, Any], records: list[RequestTiming]) -> None:
     """Write the header line and one line per record; atomic (temp + rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -77,7 +77,7 @@ def write_records(path: Path, header: dict[str, Any], records: list[RequestRecor
     tmp.replace(path)
 
 
-def read_records(path: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
+def read_records(path: Path) -> tuple[dict[str, Any], list[RequestTiming]]:
     """The header and the records of a file written by `write_records`."""
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     if not lines:
@@ -85,4 +85,4 @@ def read_records(path: Path) -> tuple[dict[str, Any], list[RequestRecord]]:
     header = json.loads(lines[0])
     if header.get("format_version") != RECORDS_FORMAT_VERSION:
         raise ValueError(f"{path}: unsupported records format_version {header.get('format_version')!r}")
-    return header, [RequestRecord.from_json(json.loads(line)) for line in lines[1:] if line.strip()]
+    return header, [RequestTiming.from_json(json.loads(line)) for line in lines[1:] if line.strip()]

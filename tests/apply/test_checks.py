@@ -2,8 +2,8 @@
 
 import pytest
 
-from specdsl.engine.checks import FAIL, INCONCLUSIVE, PASS, Results, check
-from specdsl.engine.walker import _union_length
+from specdsl.apply.checks import FAIL, INCONCLUSIVE, PASS, Results, check
+from specdsl.apply.walker import _union_length
 from specdsl.model.build import parse
 
 

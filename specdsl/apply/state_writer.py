@@ -15,7 +15,7 @@ from specdsl.graph.build import server_content, stack_content
 from specdsl.state import LockInfo, RunRecord, State, StepRecord, new_run_id, run_folder, utc_now, write_state
 
 
-class Recorder:
+class StateWriter:
     def __init__(self, state_dir: Path, state: State, lock: LockInfo | None) -> None:
         self.state_dir = Path(state_dir)
         self.state = state

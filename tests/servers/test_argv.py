@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from specdsl.engines import ENGINES, build_argv, engine_flags, render_args
+from specdsl.servers import ENGINES, build_argv, engine_flags, render_args
 from specdsl.model.config import Server, pairs
-from specdsl.provision import EnvRecord
+from specdsl.provision import EnvInfo
 
 
-def env_with(**packages: str) -> EnvRecord:
-    return EnvRecord(identity="e", path="/envs/e/venv", python="/envs/e/venv/bin/python", python_version="3.11.7",
+def env_with(**packages: str) -> EnvInfo:
+    return EnvInfo(identity="e", path="/envs/e/venv", python="/envs/e/venv/bin/python", python_version="3.11.7",
                      packages=dict(packages), torch=None, nvcc=None, created="")
 
 
@@ -33,7 +33,7 @@ def test_lists_follow_the_flag_table_and_mappings_become_json():
 def test_transformers_argv(tmp_path):
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "transformers").write_text("#!/bin/sh\n")
-    env = EnvRecord(identity="e", path=str(tmp_path), python=str(tmp_path / "bin" / "python"), python_version="3.11.7",
+    env = EnvInfo(identity="e", path=str(tmp_path), python=str(tmp_path / "bin" / "python"), python_version="3.11.7",
                     packages={"transformers": "5.19.0"}, torch=None, nvcc=None, created="")
     server = Server(name="t", engine="transformers", model="/m", args=(("continuous-batching", True), ("cb-max-memory-percent", 0.02)))
     assert build_argv(server, env, "127.0.0.1", 8000) == [

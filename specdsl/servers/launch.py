@@ -18,12 +18,12 @@ from urllib.parse import urljoin
 import attrs
 import requests
 
-from specdsl.engines.argv import build_argv, engine_distribution
+from specdsl.servers.argv import build_argv, engine_distribution
 from specdsl.hosts import Cancelled, HostError, LocalHost, ProcessHandle
 from specdsl.hosts.http import session
 from specdsl.hosts.local import tail_text
 from specdsl.model.config import Server
-from specdsl.provision import EnvRecord
+from specdsl.provision import EnvInfo
 
 LOG_TAIL_LINES = 30
 _POLL_S = 0.5
@@ -87,7 +87,7 @@ def health_url(server: Server, base_url: str) -> str:
 
 def launch(
     server: Server,
-    env: EnvRecord,
+    env: EnvInfo,
     run_dir: Path,
     *,
     host: str = "127.0.0.1",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdsl.engines import answers, effective_config, launch, teardown
+from specdsl.servers import answers, effective_config, launch, teardown
 from specdsl.hosts import LocalHost
 from specdsl.model.config import Server, pairs
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specdsl.engines import LaunchError, answers, effective_config, launch, teardown
+from specdsl.servers import LaunchError, answers, effective_config, launch, teardown
 from specdsl.hosts import LocalHost
 from specdsl.hosts.http import session
 from specdsl.model.config import Server, pairs

@@ -47,7 +47,7 @@ class ProvisionError(Exception):
 
 
 @attrs.frozen
-class EnvRecord:
+class EnvInfo:
     """A provisioned environment: where it is and what is in it.
 
     `path` is the venv folder, `python` its interpreter, `packages` the
@@ -76,14 +76,14 @@ class EnvRecord:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "EnvRecord":
+    def from_json(cls, data: dict[str, Any]) -> "EnvInfo":
         names = {f.name for f in attrs.fields(cls)}
         data = {k: v for k, v in data.items() if k in names}
         data["warnings"] = tuple(data.get("warnings", ()))
         return cls(**data)
 
 
-def write_marker(folder: Path, record: EnvRecord, stack_json: str) -> None:
+def write_marker(folder: Path, record: EnvInfo, stack_json: str) -> None:
     """Write the marker atomically (temp file + rename)."""
     payload = {"format_version": FORMAT_VERSION, "stack": json.loads(stack_json), "record": record.to_json()}
     tmp = folder / f".{MARKER}.tmp-{os.getpid()}"
@@ -91,7 +91,7 @@ def write_marker(folder: Path, record: EnvRecord, stack_json: str) -> None:
     os.replace(tmp, folder / MARKER)
 
 
-def read_marker(folder: Path) -> tuple[EnvRecord, dict] | None:
+def read_marker(folder: Path) -> tuple[EnvInfo, dict] | None:
     """(record, stack) from a folder's marker, None when missing or unreadable."""
     try:
         payload = json.loads((folder / MARKER).read_text())
@@ -100,6 +100,6 @@ def read_marker(folder: Path) -> tuple[EnvRecord, dict] | None:
     if payload.get("format_version") != FORMAT_VERSION:
         return None
     try:
-        return EnvRecord.from_json(payload["record"]), payload["stack"]
+        return EnvInfo.from_json(payload["record"]), payload["stack"]
     except (KeyError, TypeError):
         return None
