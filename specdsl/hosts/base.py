@@ -1,13 +1,16 @@
 """What every host gives the layers above it: values and the `Host` protocol.
 
-A host runs commands and long-lived processes. `local` is this machine; an
-ssh host implements the same protocol later. Nothing here imports from the
-rest of specdsl.
+A host runs commands and long-lived processes, reads and writes its own
+files, finds its programs and tells how to reach its ports from here.
+`local` is this machine; an ssh or Slurm host implements the same protocol,
+so the layers above never know which one they drive. Paths given to a host
+are paths *on that host*. Nothing here imports from the rest of specdsl.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Mapping, Protocol, Sequence, runtime_checkable
 
@@ -59,6 +62,13 @@ class Host(Protocol):
     process group, a log file and a bounded wait."""
 
     name: str
+    # The physical machine: hosts with one key are one machine (its GPUs
+    # hold one server at a time), whatever the spec's blocks call them.
+    key: str
+    # Where environments live on this host.
+    env_root: Path
+    # The interpreter a stack with `python = "system"` builds on.
+    default_python: str
 
     def run(
         self,
@@ -69,11 +79,14 @@ class Host(Protocol):
         env: Mapping[str, str | None] | None = None,
         cwd: Path | None = None,
         stop: threading.Event | None = None,
+        framed: bool = True,
     ) -> CommandResult:
         """Run to completion (or `timeout` seconds, then the group is killed
         and `timed_out` is set). Output (stdout and stderr) is appended to
-        `log_path` after a `$ argv` header line. Raises `Cancelled` when
-        `stop` is set meanwhile."""
+        `log_path`; `framed` adds a `$ argv` header line and an exit-status
+        footer (left out for output that is parsed, such as a benchmark
+        script's). Raises `Cancelled` when `stop` is set meanwhile, and
+        `HostError` when the program cannot start."""
         ...
 
     def start(
@@ -115,4 +128,63 @@ class Host(Protocol):
 
     def tail(self, path: Path, lines: int = 30) -> str:
         """The last `lines` lines of a (log) file, "" when it does not exist."""
+        ...
+
+    # -- files on the host ----------------------------------------------------
+    def read_text(self, path: Path, max_bytes: int | None = None) -> str:
+        """The file's text (undecodable bytes replaced); with `max_bytes`,
+        only its last `max_bytes`. `FileNotFoundError` when it is missing."""
+        ...
+
+    def write_text(self, path: Path, text: str, *, mode: int = 0o600) -> None:
+        """Write atomically (a temporary file renamed over `path`), parents
+        made as needed (0700); the file is the owner's only by default."""
+        ...
+
+    def exists(self, path: Path) -> bool:
+        ...
+
+    def mkdir(self, path: Path) -> None:
+        """Make a folder and its parents (0700); an existing one is fine."""
+        ...
+
+    def remove_tree(self, path: Path) -> None:
+        """Remove a file or folder tree; a missing one is fine."""
+        ...
+
+    def temp_dir(self, prefix: str = "specdsl-") -> AbstractContextManager[Path]:
+        """A fresh private folder on the host, removed on exit."""
+        ...
+
+    def lock(self, path: Path) -> AbstractContextManager[None]:
+        """Hold an exclusive lock named by `path` on the host (blocks)."""
+        ...
+
+    def fetch(self, path: Path, dest: Path) -> Path:
+        """Copy the host's file `path` to `dest` on this machine; returns `dest`."""
+        ...
+
+    def run_folder(self, local: Path) -> Path:
+        """Where on the host the files of the run kept here in `local` go
+        (logs, records). `collect` brings them back."""
+        ...
+
+    def collect(self, folder: Path, local: Path) -> None:
+        """Copy what a run left in the host's `folder` into `local`."""
+        ...
+
+    # -- programs and ports ---------------------------------------------------
+    def which(self, program: str) -> str | None:
+        """The absolute path of an executable on the host (a name looked up
+        on its PATH, or a path checked), None when there is none."""
+        ...
+
+    def reach(self, port: int, host: str = "127.0.0.1") -> tuple[str, int]:
+        """An address on *this* machine that reaches `host:port` on the host
+        (the same address for this machine; a forwarded port for a remote
+        one)."""
+        ...
+
+    def close(self) -> None:
+        """Release what the host holds (connections, forwards)."""
         ...

@@ -10,15 +10,20 @@ no process of the group is left.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from specdsl.hosts.base import Cancelled, CommandResult, HostError, ProcessHandle
 
@@ -68,8 +73,11 @@ class LocalHost:
     finished children are reaped (a zombie leader would look alive)."""
 
     name = "local"
+    key = "local"
 
-    def __init__(self) -> None:
+    def __init__(self, env_root: Path | None = None) -> None:
+        self.env_root = Path(env_root) if env_root is not None else default_env_root()
+        self.default_python = sys.executable
         self._children: dict[int, subprocess.Popen] = {}
         self._exited: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -84,11 +92,12 @@ class LocalHost:
         env: Mapping[str, str | None] | None = None,
         cwd: Path | None = None,
         stop: threading.Event | None = None,
+        framed: bool = True,
     ) -> CommandResult:
         """See `Host.run`."""
         argv = tuple(str(a) for a in argv)
         started = time.monotonic()
-        proc = self._spawn(argv, log_path=log_path, env=env, cwd=cwd)
+        proc = self._spawn(argv, log_path=log_path, env=env, cwd=cwd, framed=framed)
         handle = ProcessHandle(proc.pid, proc.pid, argv, str(log_path), str(cwd) if cwd else None)
         timed_out = False
         try:
@@ -117,9 +126,10 @@ class LocalHost:
         # step): they are not ours to keep.
         if self.group_pids(proc.pid):
             self.stop(handle, grace_s=2)
-        with open(log_path, "a", encoding="utf-8") as log:
-            status = "timed out" if timed_out else f"exit {proc.returncode}"
-            log.write(f"[specdsl] {status} after {time.monotonic() - started:.1f}s\n")
+        if framed:
+            with open(log_path, "a", encoding="utf-8") as log:
+                status = "timed out" if timed_out else f"exit {proc.returncode}"
+                log.write(f"[specdsl] {status} after {time.monotonic() - started:.1f}s\n")
         return CommandResult(
             argv=argv,
             returncode=proc.returncode if proc.returncode is not None else -9,
@@ -143,12 +153,14 @@ class LocalHost:
         proc = self._spawn(argv, log_path=log_path, env=env, cwd=cwd)
         return ProcessHandle(proc.pid, os.getpgid(proc.pid), argv, str(log_path), str(cwd) if cwd else None)
 
-    def _spawn(self, argv, *, log_path, env, cwd) -> subprocess.Popen:
+    def _spawn(self, argv, *, log_path, env, cwd, framed: bool = True) -> subprocess.Popen:
         log_path = Path(log_path)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"$ {shlex.join(argv)}\n")
-            log.flush()
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with open(fd, "a", encoding="utf-8") as log:
+            if framed:
+                log.write(f"$ {shlex.join(argv)}\n")
+                log.flush()
             try:
                 proc = subprocess.Popen(
                     list(argv),
@@ -160,7 +172,8 @@ class LocalHost:
                     start_new_session=True,
                 )
             except OSError as exc:
-                log.write(f"[specdsl] could not start: {exc}\n")
+                if framed:
+                    log.write(f"[specdsl] could not start: {exc}\n")
                 raise HostError(f"could not start {argv[0]!r}: {exc.strerror or exc}") from exc
         with self._lock:
             self._children[proc.pid] = proc
@@ -259,6 +272,117 @@ class LocalHost:
     def tail(self, path: Path, lines: int = 30) -> str:
         """See `Host.tail`."""
         return tail_text(path, lines)
+
+    def read_text(self, path: Path, max_bytes: int | None = None) -> str:
+        """See `Host.read_text`."""
+        with open(path, "rb") as f:
+            if max_bytes is not None:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - max_bytes))
+            return f.read().decode("utf-8", errors="replace")
+
+    def write_text(self, path: Path, text: str, *, mode: int = 0o600) -> None:
+        """See `Host.write_text`."""
+        path = Path(path)
+        self.mkdir(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def exists(self, path: Path) -> bool:
+        """See `Host.exists`."""
+        return Path(path).exists()
+
+    def mkdir(self, path: Path) -> None:
+        """See `Host.mkdir`."""
+        path = Path(path)
+        missing = []
+        while not path.exists() and path != path.parent:
+            missing.append(path)
+            path = path.parent
+        for folder in reversed(missing):
+            folder.mkdir(mode=0o700, exist_ok=True)
+
+    def remove_tree(self, path: Path) -> None:
+        """See `Host.remove_tree`."""
+        path = Path(path)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+    @contextmanager
+    def temp_dir(self, prefix: str = "specdsl-") -> Iterator[Path]:
+        """See `Host.temp_dir`."""
+        with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+            yield Path(tmp)
+
+    @contextmanager
+    def lock(self, path: Path) -> Iterator[None]:
+        """See `Host.lock`."""
+        self.mkdir(Path(path).parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        with open(fd, "w") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def fetch(self, path: Path, dest: Path) -> Path:
+        """See `Host.fetch`."""
+        if Path(path).resolve() != Path(dest).resolve():
+            Path(dest).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, dest)
+        return Path(dest)
+
+    def run_folder(self, local: Path) -> Path:
+        """See `Host.run_folder`: on this machine, the local folder itself."""
+        return Path(local)
+
+    def collect(self, folder: Path, local: Path) -> None:
+        """See `Host.collect`: nothing to copy when they are one folder."""
+        if Path(folder).resolve() != Path(local).resolve():
+            shutil.copytree(folder, local, dirs_exist_ok=True)
+
+    def which(self, program: str) -> str | None:
+        """See `Host.which`. `uv` is also found inside the uv wheel
+        specdsl depends on, so a fresh install needs no separate uv."""
+        if "/" in program:
+            return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+        found = shutil.which(program)
+        if found is None and program == "uv":
+            try:
+                import uv
+
+                found = uv.find_uv_bin()
+            except (ImportError, FileNotFoundError):
+                found = None
+        return found
+
+    def reach(self, port: int, host: str = "127.0.0.1") -> tuple[str, int]:
+        """See `Host.reach`: this machine's ports are reached directly."""
+        return ("127.0.0.1" if host in ("0.0.0.0", "") else host), port
+
+    def close(self) -> None:
+        """See `Host.close`: nothing held."""
+
+
+def default_env_root() -> Path:
+    """Where environments live on this machine: $SPECDSL_ENV_ROOT, else the
+    user cache (environments are large and shared by every spec)."""
+    if os.environ.get("SPECDSL_ENV_ROOT"):
+        return Path(os.environ["SPECDSL_ENV_ROOT"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "specdsl" / "envs"
 
 
 def _family(host: str) -> socket.AddressFamily:

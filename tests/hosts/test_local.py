@@ -148,3 +148,72 @@ def test_http_session_always_has_a_timeout(host, tmp_path):
         assert time.monotonic() - started < 5
         with pytest.raises(ValueError, match="timeout"):
             session().get(f"http://127.0.0.1:{port}/", timeout=None)
+
+
+# -- files, programs, ports, and the registry ---------------------------------
+
+def test_write_text_is_atomic_and_private(tmp_path):
+    host = LocalHost(env_root=tmp_path / "envs")
+    target = tmp_path / "deep" / "er" / "file.txt"
+    host.write_text(target, "one")
+    host.write_text(target, "two")
+    assert host.read_text(target) == "two"
+    assert oct(target.stat().st_mode & 0o777) == oct(0o600)
+    assert oct((tmp_path / "deep").stat().st_mode & 0o777) == oct(0o700)
+    assert [p.name for p in target.parent.iterdir()] == ["file.txt"]  # no temporary left
+
+
+def test_read_text_tail_and_missing(tmp_path):
+    host = LocalHost(env_root=tmp_path)
+    f = tmp_path / "log"
+    f.write_bytes(b"abc\xffdef")
+    assert host.read_text(f, max_bytes=3) == "def"
+    assert "\ufffd" in host.read_text(f)
+    with pytest.raises(FileNotFoundError):
+        host.read_text(tmp_path / "nope")
+
+
+def test_remove_tree_temp_dir_lock_and_exists(tmp_path):
+    host = LocalHost(env_root=tmp_path)
+    (tmp_path / "t" / "a").mkdir(parents=True)
+    host.remove_tree(tmp_path / "t")
+    host.remove_tree(tmp_path / "t")  # missing is fine
+    assert not host.exists(tmp_path / "t")
+    with host.temp_dir() as tmp:
+        kept = tmp
+        assert host.exists(tmp)
+    assert not host.exists(kept)
+    with host.lock(tmp_path / "x.lock"):
+        assert host.exists(tmp_path / "x.lock")
+
+
+def test_which_finds_programs_and_the_bundled_uv(tmp_path):
+    host = LocalHost(env_root=tmp_path)
+    assert host.which("sh") and os.path.isabs(host.which("sh"))
+    assert host.which("no-such-program-here") is None
+    assert host.which("/bin/sh") == "/bin/sh"
+    assert host.which(str(tmp_path)) is None  # a folder is not a program
+    assert host.which("uv") is not None
+
+
+def test_run_unframed_log_holds_only_the_output(tmp_path):
+    host = LocalHost(env_root=tmp_path)
+    log = tmp_path / "out.log"
+    result = host.run(["sh", "-c", "echo hello"], log_path=log, timeout=10, framed=False)
+    assert result.ok
+    assert log.read_text() == "hello\n"
+    assert oct(log.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_registry_one_host_per_machine_and_clear_error_for_ssh(tmp_path):
+    from specdsl.hosts import HostError, HostRegistry, host_key
+    from specdsl.model.config import Host as HostDecl
+
+    reg = HostRegistry(env_root=tmp_path)
+    a, b = HostDecl("a"), HostDecl("b", gpus=2)
+    assert host_key(a) == host_key(b) == "local"
+    assert reg.get(a) is reg.get(b)
+    assert reg.get(a).env_root == tmp_path
+    with pytest.raises(HostError, match="reached over ssh"):
+        reg.get(HostDecl("gpu8", ssh="bench@gpu8"))
+    assert host_key(HostDecl("gpu8", ssh="bench@gpu8")) == "ssh:bench@gpu8"
