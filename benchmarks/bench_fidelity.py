@@ -43,6 +43,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from specdsl.servers import adapter_for
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ("output_throughput", "median_ttft_ms", "median_itl_ms", "median_tpot_ms", "p99_itl_ms", "cpu_ms_per_request")
@@ -150,7 +151,7 @@ def run_ours(a, base_url: str, prompts: Path, out: Path) -> dict:
     w = Workload(name="fidelity", dataset=str(prompts), output_len=a.output_len, requests=a.requests,
                  concurrency=a.concurrency, warmup=a.warmup, endpoint="chat", timeout=300.0)
     t = time.process_time()
-    result = run_benchmark(w, base_url, a.model, out, engine="transformers", tokenizer=a.model)
+    result = run_benchmark(w, base_url, a.model, out, quirks=adapter_for("transformers").quirks, tokenizer=a.model)
     cpu_s = time.process_time() - t
     run = result.runs[0]
     _, records = read_records(run.records_file)
@@ -213,7 +214,7 @@ def main() -> int:
                             token_ids=False, tokenizer=tok)
     prompts_file = out / "prompts.jsonl"
     prompts_file.write_text("".join(json.dumps({"prompt": pr.prompt}) + "\n" for pr in prompts))
-    gen_config = exact_len_fields("transformers", None, a.output_len)["generation_config"]
+    gen_config = exact_len_fields(adapter_for("transformers").quirks, None, a.output_len)["generation_config"]
 
     if a.instant:
         sys.path.insert(0, str(ROOT / "tests" / "bench"))

@@ -31,12 +31,13 @@ from conftest import start_instant_server, stop_group  # noqa: E402  (the test d
 
 from specdsl.bench import run_benchmark  # noqa: E402
 from specdsl.model.config import Workload  # noqa: E402
+from specdsl.servers import adapter_for
 
 
 def measure(base_url: str, out: Path, **kw) -> dict:
     w = Workload(name="headroom", input_len=16, timeout=10.0, **kw)
     cpu0, wall0 = time.process_time(), time.perf_counter()
-    result = run_benchmark(w, base_url, "instant", out, engine="vllm")
+    result = run_benchmark(w, base_url, "instant", out, quirks=adapter_for("vllm").quirks)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     m = result.runs[0].metrics
     sent = w.requests + w.warmup

@@ -1,26 +1,28 @@
 """Refresh: ask the hosts what still exists before planning.
 
-For each environment in state: does its interpreter still exist? For each
-server: is its process alive and does it answer HTTP? The answer is a
-`plan.model.Refresh` (identities alive + drift notes); planning itself stays
-pure. `--no-refresh` uses `from_state`: what state records is taken as true.
+For each environment in state: does its interpreter still exist on its
+host? For each server: is its process alive there and does it answer HTTP
+from here? The answer is a `plan.model.Refresh` (identities alive + drift
+notes); planning itself stays pure. `--no-refresh` uses
+`Refresh.from_state`: what state records is taken as true.
+
+A record names its host by physical key (`local`, `ssh:...`); records of
+earlier versions name a host block, which `names` maps to its declaration.
+A host this version cannot drive is not asked: its records are trusted.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import requests
 
+from specdsl.hosts import HostError, HostRegistry, ProcessHandle
 from specdsl.hosts.http import session
 from specdsl.plan.model import Refresh
-from specdsl.state.lock import pid_alive
 
-
-def from_state(state) -> Refresh:
-    if state is None:
-        return Refresh()
-    return Refresh(frozenset(e.identity for e in state.environments), frozenset(s.identity for s in state.servers))
+_LOCAL = None  # the declaration of this machine (a host block without ssh)
 
 
 def server_answers(base_url: str, timeout: float = 2.0) -> bool:
@@ -35,26 +37,49 @@ def server_answers(base_url: str, timeout: float = 2.0) -> bool:
     return False
 
 
-def refresh(state, local_hosts: frozenset[str] = frozenset({"local"})) -> Refresh:
-    """Ask what still exists. `local_hosts` are the spec's host names that
-    mean this machine (no `ssh`): their records are checked here; records of
-    other hosts are trusted (remote hosts are not asked yet)."""
+def _decl_of(recorded_host: str, names: dict[str, Any]):
+    """The declaration a record's host means, or the string "unknown"."""
+    if recorded_host == "local":
+        return _LOCAL
+    if recorded_host in names:
+        return names[recorded_host]
+    return "unknown"
+
+
+def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] | None = None) -> Refresh:
+    """Ask each record's host what still exists. `names` maps the spec's
+    host block names to their declarations (for records written by earlier
+    versions, which name the block)."""
     if state is None:
         return Refresh()
+    registry = registry or HostRegistry()
+    names = names or {}
     envs, servers, drift = set(), set(), []
+
+    def host_for(recorded: str):
+        decl = _decl_of(recorded, names)
+        if isinstance(decl, str):
+            return None
+        try:
+            return registry.get(decl)
+        except HostError:
+            return None
+
     for env in state.environments:
-        if env.host not in local_hosts:
-            envs.add(env.identity)  # remote hosts are not asked yet: trust state
+        host = host_for(env.host)
+        if host is None:
+            envs.add(env.identity)  # a host not asked: trust state
             continue
-        if Path(env.python).exists():
+        if host.exists(Path(env.python)):
             envs.add(env.identity)
         else:
             drift.append(f"environment {env.identity[:12]} was recorded at {env.path}, is missing: will re-create if needed")
     for srv in state.servers:
-        if srv.host not in local_hosts:
+        host = host_for(srv.host)
+        if host is None:
             servers.add(srv.identity)
             continue
-        if pid_alive(srv.pid) and server_answers(srv.base_url):
+        if host.alive(ProcessHandle(srv.pid, srv.pgid, (), srv.log)) and server_answers(srv.base_url):
             servers.add(srv.identity)
         else:
             drift.append(f"server {srv.addr} was recorded running (pid {srv.pid}, {srv.base_url}), does not answer: will relaunch if needed")

@@ -1,6 +1,7 @@
 """The state a walk keeps: one State, changed under a mutex and written
 after every step (so an interrupted apply keeps what completed), plus the
-promotion lock files."""
+promotion lock files. State lives on this machine (the controller's), never
+on a host."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ class StateWriter:
     def new_run(self) -> tuple[str, Path]:
         run_id = new_run_id()
         folder = run_folder(self.state_dir, run_id)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         return run_id, folder
 
-    def folder_text(self, folder: Path) -> str:
-        return str(folder.relative_to(self.state_dir))
+    def folder_text(self, folder: Path | None) -> str:
+        return str(folder.relative_to(self.state_dir)) if folder is not None else ""
 
     def change(self, fn) -> State:
         """Apply `fn(state) -> state` and write it, atomically, under the mutex."""
@@ -49,8 +50,9 @@ class StateWriter:
 
         self.change(fn)
 
-    def run_record(self, step, run_id: str, folder: Path, started: str, status: str, *, reason: str = "",
-                   metrics: dict[str, float] | None = None, effective: dict[str, Any] | None = None) -> RunRecord:
+    def run_record(self, step, run_id: str, folder: Path | None, started: str, status: str, *, reason: str = "",
+                   metrics: dict[str, float] | None = None, effective: dict[str, Any] | None = None,
+                   argv: tuple[str, ...] = ()) -> RunRecord:
         return RunRecord(
             id=run_id,
             step=step.addr,
@@ -63,6 +65,7 @@ class StateWriter:
             metrics=metrics or {},
             effective=_plain(effective or {}),
             reason=reason,
+            argv=tuple(argv),
         )
 
 

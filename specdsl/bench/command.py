@@ -1,11 +1,13 @@
 """The user's own benchmark script as a workload.
 
 `workload.command` is an argv list; `{host}`, `{port}`, `{model}` and
-`{base_url}` are replaced in each argument (nothing else is interpreted:
-braces in JSON arguments are left alone). The script runs `runs` times, each
-in its own process group, with stdout and stderr in one log file
-(`command-run-N.log` in `out_dir`) and at most `workload.timeout` seconds;
-on timeout or stop the whole group is terminated, then killed.
+`{base_url}` are replaced in each argument, once (specdsl.model.placeholders:
+braces in JSON arguments are left alone). The script runs on the server's
+host, through its `Host`, `runs` times, each in its own process group, with
+stdout and stderr in one log file (`command-run-N.log`, brought back into
+`out_dir`) and at most `workload.timeout` seconds; on timeout or stop the
+whole group is terminated, then killed (a stop raises `hosts.Cancelled`: an
+interrupted benchmark, not a failed one).
 
 Each run's metrics come from its log, one `MetricRule` each:
 - `regex`: the first group of the last match (multiline mode);
@@ -17,31 +19,23 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import signal
-import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from specdsl.bench.results import BenchError, BenchResult, RunResult
+from specdsl.hosts import Cancelled, Host, HostError
+from specdsl.model.placeholders import expand_argv
 
-_KILL_GRACE_S = 5.0
-_POLL_S = 0.05
 _TAIL_CHARS = 800
 
 
 def expand_command(command: tuple[str, ...] | list[str], *, host: str, port: int, model: str) -> list[str]:
-    """The argv with placeholders replaced."""
-    values = {"{host}": host, "{port}": str(port), "{model}": model, "{base_url}": f"http://{host}:{port}"}
-    argv = []
-    for arg in command:
-        for key, value in values.items():
-            arg = arg.replace(key, value)
-        argv.append(arg)
-    return argv
+    """The argv with placeholders replaced (one pass: a value holding
+    `{port}` is not expanded again)."""
+    values = {"host": host, "port": str(port), "model": model, "base_url": f"http://{host}:{port}"}
+    return expand_argv(command, values)
 
 
 def last_json_object(text: str) -> dict | None:
@@ -126,91 +120,56 @@ def extract_metrics(text: str, rules: tuple[Any, ...], *, source: str) -> dict[s
     return metrics
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
-    """TERM the process group, then KILL it after a grace period."""
-    for sig, wait in ((signal.SIGTERM, _KILL_GRACE_S), (signal.SIGKILL, _KILL_GRACE_S)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _tail(path: Path) -> str:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    return text[-_TAIL_CHARS:]
-
-
-def _run_once(argv: list[str], log_path: Path, env: dict[str, str], timeout: float, stop: threading.Event | None) -> str:
-    with log_path.open("wb") as log:
-        try:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
-        except OSError as exc:
-            raise BenchError(f"cannot start {argv[0]!r}: {exc}") from exc
-        deadline = time.monotonic() + timeout
-        try:
-            while proc.poll() is None:
-                if stop is not None and stop.is_set():
-                    raise BenchError(f"{argv[0]} stopped before it finished (log: {log_path})")
-                if time.monotonic() > deadline:
-                    raise BenchError(f"{argv[0]} ran past its timeout of {timeout:g}s (log: {log_path})")
-                time.sleep(_POLL_S)
-        finally:
-            if proc.poll() is None:
-                _stop_group(proc)
-            else:
-                # The script ended; anything it left in its group goes too.
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-    text = log_path.read_text(encoding="utf-8", errors="replace")
-    if proc.returncode != 0:
-        raise BenchError(f"{argv[0]} exited with status {proc.returncode} (log: {log_path}):\n{_tail(log_path)}")
-    return text
-
-
 def run_command_workload(
     workload: Any,
     *,
-    host: str,
+    host: Host,
+    server_host: str,
     port: int,
     model: str,
     out_dir: Path,
     env: dict[str, str] | None = None,
     stop: threading.Event | None = None,
 ) -> BenchResult:
-    """Run the user's script `workload.runs` times and read its metrics.
-    `env` adds to this process's environment. Raises BenchError when the
-    script cannot start, fails, times out, is stopped, or a metric is
-    missing."""
+    """Run the user's script `workload.runs` times on `host` and read its
+    metrics. `server_host:port` is the server as the script sees it (on the
+    host); `env` adds to the host's environment. Raises BenchError when the
+    script cannot start, fails, times out, or a metric is missing, and
+    `hosts.Cancelled` when `stop` is set."""
     if not workload.command:
         raise BenchError(f"workload {workload.name!r} has no command")
     if not workload.metrics:
         raise BenchError(f"workload {workload.name!r}: a command workload needs at least one metric rule")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    argv = expand_command(workload.command, host=host, port=port, model=model)
-    full_env = {**os.environ, **(env or {})}
+    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    there = host.run_folder(out_dir)
+    argv = expand_command(workload.command, host=server_host, port=port, model=model)
     runs: list[RunResult] = []
     for index in range(max(1, workload.runs)):
-        if index > 0 and workload.cooldown > 0 and stop is not None and stop.wait(workload.cooldown):
-            raise BenchError("benchmark stopped before it finished")
-        if index > 0 and workload.cooldown > 0 and stop is None:
-            time.sleep(workload.cooldown)
-        log_path = out_dir / f"command-run-{index}.log"
-        text = _run_once(argv, log_path, full_env, float(workload.timeout), stop)
-        metrics = extract_metrics(text, workload.metrics, source=f"run {index} ({log_path})")
-        runs.append(RunResult(index=index, metrics=metrics, records_file=str(log_path)))
+        if index > 0 and workload.cooldown > 0:
+            if stop is not None and stop.wait(workload.cooldown):
+                raise Cancelled("benchmark stopped between runs")
+            if stop is None:
+                threading.Event().wait(workload.cooldown)
+        name = f"command-run-{index}.log"
+        text = _run_once(host, argv, there / name, out_dir / name, env or {}, float(workload.timeout), stop)
+        metrics = extract_metrics(text, workload.metrics, source=f"run {index} ({out_dir / name})")
+        runs.append(RunResult(index=index, metrics=metrics, records_file=str(out_dir / name)))
     result = BenchResult(runs=tuple(runs))
     (out_dir / "result.json").write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return result
+
+
+def _run_once(host: Host, argv: list[str], log_there: Path, log_here: Path, env: dict[str, str], timeout: float,
+              stop: threading.Event | None) -> str:
+    try:
+        result = host.run(argv, log_path=log_there, timeout=timeout, env=env, stop=stop, framed=False)
+    except HostError as exc:
+        raise BenchError(f"cannot start {argv[0]!r}: {exc}") from exc
+    host.fetch(log_there, log_here)
+    text = log_here.read_text(encoding="utf-8", errors="replace")
+    if result.timed_out:
+        raise BenchError(f"{argv[0]} ran past its timeout of {timeout:g}s (log: {log_here})")
+    if result.returncode != 0:
+        raise BenchError(f"{argv[0]} exited with status {result.returncode} (log: {log_here}):\n{text[-_TAIL_CHARS:]}")
+    return text

@@ -26,7 +26,7 @@ from typing import Any
 
 from specdsl.bench.client import make_session, request_headers, stream_request
 from specdsl.bench.datasets import Prompt, Tokenizer, build_prompts, load_tokenizer
-from specdsl.bench.quirks import exact_len_fields, quirks_for
+from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
 from specdsl.bench.timings import RequestTiming, write_records
 from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures
 from specdsl.bench.stats import compute_metrics
@@ -47,16 +47,16 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
     raise BenchError(f"unknown endpoint {endpoint!r}: use 'completions' or 'chat'")
 
 
-def request_body(prompt: Prompt, model: str, engine: str, ignore_eos: bool | None) -> bytes:
+def request_body(prompt: Prompt, model: str, quirks: ClientQuirks, ignore_eos: bool | None) -> bytes:
     """The JSON body of one streaming request (see `specdsl.bench.quirks`)."""
     body: dict[str, Any] = {"model": model, "stream": True, "max_tokens": prompt.output_len}
     if prompt.messages is not None:
         body["messages"] = prompt.messages
     else:
         body["prompt"] = prompt.prompt
-    if quirks_for(engine).stream_usage:
+    if quirks.stream_usage:
         body["stream_options"] = {"include_usage": True}
-    body.update(exact_len_fields(engine, ignore_eos, prompt.output_len))
+    body.update(exact_len_fields(quirks, ignore_eos, prompt.output_len))
     return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -170,15 +170,15 @@ def run_benchmark(
     model: str,
     out_dir: Path,
     *,
-    engine: str = "vllm",
+    quirks: ClientQuirks = BASIC,
     tokenizer: str | None = None,
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
-    asking for `model`. `engine` selects the server's quirks
-    (`specdsl.bench.quirks`); `tokenizer` (a folder with tokenizer.json)
+    asking for `model`, within what the server accepts (`quirks`, from
+    its adapter); `tokenizer` (a folder with tokenizer.json)
     builds exact-length text prompts and counts tokens when the server sends
     no usage. Writes per-request records under `out_dir`.
 
@@ -190,11 +190,10 @@ def run_benchmark(
     out_dir.mkdir(parents=True, exist_ok=True)
     url = endpoint_url(base_url, workload.endpoint)
     tok = load_tokenizer(tokenizer)
-    quirks = quirks_for(engine)
     prompts = build_prompts(
         workload, workload.requests, chat=workload.endpoint == "chat", token_ids=quirks.token_ids, tokenizer=tok
     )
-    bodies = [request_body(p, model, engine, workload.ignore_eos) for p in prompts]
+    bodies = [request_body(p, model, quirks, workload.ignore_eos) for p in prompts]
     runner = _Runner(url, bodies, float(workload.timeout), keep_text=tok is not None, stop=stop)
     say = progress or (lambda _msg: None)
 

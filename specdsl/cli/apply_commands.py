@@ -8,7 +8,6 @@ locked, stale plan), 130 interrupted (servers stopped, state written).
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -17,12 +16,10 @@ from pathlib import Path
 from specdsl.cli.apply_view import ConsoleHooks, print_result
 from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
 from specdsl.cli.plan_commands import _state_error, add_common, build_plan
-from specdsl.apply.state_writer import StateWriter
-from specdsl.apply.walker import Walk
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
-from specdsl.state import State, StateError, load_state, locked, state_dir_for
+from specdsl.state import StateError, load_state, locked, state_dir_for
 
 
 def add_parsers(sub) -> None:
@@ -32,15 +29,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--no-refresh", action="store_true", help="plan from recorded state alone")
     add_common(p)
     p.set_defaults(handler=cmd_apply)
-
-
-def env_root() -> Path:
-    """Where environments live: $SPECDSL_ENV_ROOT, else the user cache
-    (environments are large and shared by every spec of the user)."""
-    if os.environ.get("SPECDSL_ENV_ROOT"):
-        return Path(os.environ["SPECDSL_ENV_ROOT"])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "specdsl" / "envs"
 
 
 def _is_planfile(path: str) -> bool:
@@ -99,19 +87,17 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         if answer != "yes":
             print("Apply cancelled.")
             return EXIT_ERROR
-    recorder = StateWriter(state_dir, state or State.new(), lock)
+    from specdsl.apply import apply_plan
+
     stop = threading.Event()
     hooks = ConsoleHooks()
-    walk = Walk(plan, graph, recorder, spec_dir=Path(args.file).parent, env_root=env_root(), hooks=hooks, stop=stop,
-                variables=dict(loaded.resolved.config.variables))
     previous = _on_signals(lambda: (stop.set(), hooks.note("interrupt received: finishing the running step, stopping servers")))
     try:
-        result = walk.run()
+        result = apply_plan(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=Path(args.file).parent,
+                            hooks=hooks, stop=stop, variables=dict(loaded.resolved.config.variables))
     finally:
         _restore_signals(previous)
         hooks.close()
-    if stop.is_set():
-        result.interrupted = True
     print_result(result, plan)
     return result.exit_code()
 

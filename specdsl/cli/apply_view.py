@@ -11,17 +11,20 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from specdsl.apply.walker import COMPLETED, FAILED, REUSED, SKIPPED, Outcome
+from specdsl.apply.outcome import Outcome, Status
 
-_MARK = {COMPLETED: "[green]✓[/]", REUSED: "[cyan]=[/]", FAILED: "[red]✗[/]", SKIPPED: "[yellow]-[/]",
-         "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}
+_MARK = {Status.COMPLETED: "[green]✓[/]", Status.REUSED: "[cyan]=[/]", Status.FAILED: "[red]✗[/]",
+         Status.SKIPPED: "[yellow]-[/]", Status.INTERRUPTED: "[yellow]![/]"}
+_VERDICT_MARK = {"pass": "[green]✓[/]", "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}
 PLAIN_PROGRESS_EVERY_S = 10.0
+ADDR_WIDTH = 40  # addresses up to this width keep the columns after them aligned
 
 
 class ConsoleHooks:
     """Thread-safe progress on stderr."""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream=None, width: int = ADDR_WIDTH) -> None:
+        self.width = width
         self.console = Console(file=stream or sys.stderr, highlight=False, soft_wrap=True)
         self.live = self.console.is_terminal
         self._lock = threading.Lock()
@@ -58,12 +61,12 @@ class ConsoleHooks:
     def finish(self, outcome: Outcome) -> None:
         with self._lock:
             self._active.pop(outcome.addr, None)
-            mark = _MARK.get(outcome.status, "?")
+            mark = _VERDICT_MARK.get(outcome.verdict) or _MARK.get(outcome.status, "?")
             elapsed = f"{outcome.elapsed:6.1f}s" if outcome.elapsed else "       "
             first = outcome.detail.splitlines()[0] if outcome.detail else ""
-            self.console.print(f"  {mark} {outcome.addr}  {elapsed}  ", end="")
-            self.console.print(first, markup=False)
-            if outcome.status == FAILED:
+            self.console.print(f"  {mark} ", end="")
+            self.console.print(f"{outcome.addr:<{self.width}}  {elapsed}  {first}", markup=False)
+            if outcome.status is Status.FAILED:
                 for line in outcome.detail.splitlines()[1:]:
                     self.console.print("      " + line, markup=False)
             self._refresh()
@@ -79,9 +82,7 @@ class ConsoleHooks:
 
 def print_result(result, plan, stream=None) -> None:
     console = Console(file=stream or sys.stdout, highlight=False, soft_wrap=True)
-    counts: dict[str, int] = {}
-    for o in result.outcomes:
-        counts[o.status] = counts.get(o.status, 0) + 1
+    counts = result.counts()
     if result.verdicts:
         table = Table(title="Checks", show_lines=False)
         for col in ("experiment", "check", "verdict", "values"):
@@ -92,11 +93,11 @@ def print_result(result, plan, stream=None) -> None:
         console.print(table)
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}", markup=True)
-    failed = [o for o in result.outcomes if o.status == FAILED]
-    for o in failed:
-        where = f" (log: {o.log})" if o.log else ""
-        console.print(f"[red]failed:[/] {o.addr}{where}")
-    parts = [f"{counts.get(s, 0)} {s}" for s in (COMPLETED, REUSED, FAILED, SKIPPED)]
+    for o in result.outcomes:
+        if o.status is Status.FAILED:
+            where = f" (log: {o.log})" if o.log else ""
+            console.print(f"[red]failed:[/] {o.addr}{where}")
+    parts = [f"{counts[s]} {s.text}" for s in Status if counts[s] or s in (Status.COMPLETED, Status.REUSED, Status.FAILED)]
     checks = {s: sum(1 for _, v in result.verdicts if v.status == s) for s in ("pass", "fail", "inconclusive")}
     console.print(
         f"\nApply {'interrupted' if result.interrupted else 'finished'} in {result.wall:.1f}s "

@@ -92,8 +92,8 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
         from specdsl.apply.refresh import refresh
 
         cfg = loaded.resolved.config
-        local = frozenset({"local"} | {h.name for h in cfg.hosts if not h.ssh} | {e.host.name for e in cfg.experiments if not e.host.ssh})
-        fresh = refresh(state, local)
+        names = {h.name: h for h in cfg.hosts} | {e.host.name: e.host for e in cfg.experiments}
+        fresh = refresh(state, names=names)
     plan = make_plan(
         graph,
         state,

@@ -174,6 +174,10 @@ class Host(Protocol):
         ...
 
     # -- programs and ports ---------------------------------------------------
+    def getenv(self, name: str) -> str | None:
+        """An environment variable of the host's own environment."""
+        ...
+
     def which(self, program: str) -> str | None:
         """The absolute path of an executable on the host (a name looked up
         on its PATH, or a path checked), None when there is none."""

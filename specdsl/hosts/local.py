@@ -353,6 +353,10 @@ class LocalHost:
         if Path(folder).resolve() != Path(local).resolve():
             shutil.copytree(folder, local, dirs_exist_ok=True)
 
+    def getenv(self, name: str) -> str | None:
+        """See `Host.getenv`."""
+        return os.environ.get(name)
+
     def which(self, program: str) -> str | None:
         """See `Host.which`. `uv` is also found inside the uv wheel
         specdsl depends on, so a fresh install needs no separate uv."""

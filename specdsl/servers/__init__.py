@@ -1,23 +1,39 @@
-"""engines: start LLM servers, know when they serve, read what they run with.
+"""servers: one adapter per serving engine, and the server lifecycle.
 
-`launch(server, env, run_dir)` starts a server (sglang, vllm, transformers
-or any `command`) from a provisioned environment as argv built from the
-spec, in its own process group with a log file, and returns a
-`ServerHandle` once it answers a real completion. `effective_config` reads
-the configuration the server actually resolved (its own report plus facts
-from its log) and warnings about silent defaults. `teardown` stops the
-process group and confirms nothing is left; `answers` is the refresh probe.
-`ENGINES` and `engine_flags` (from specdsl.facts) serve validation.
+Each engine module (`transformers`, `vllm`, `sglang`, `command`) holds
+everything specdsl knows about that engine in one `Adapter`: argv, readiness
+URL, log facts, the engine's own report of its effective configuration, and
+the client quirks the load generator respects. `lifecycle` starts a server
+on a `Host` (its own process group, a log on the host), waits until it
+answers a real completion, reads its effective configuration and stops it;
+it never creates a host or a process itself. Adding an engine is one module
+and one line in `ADAPTERS`.
 
-Imports: hosts, provision, model.config, facts; never plan, engine or cli.
+Imports: hosts, bench (client quirks), provision (EnvInfo), model, facts;
+never graph, plan, apply or cli.
 """
 
-from specdsl.servers.argv import build_argv, render_args
-from specdsl.servers.effective import effective_config, scan_log
-from specdsl.servers.launch import LaunchError, ServerHandle, answers, launch, teardown
 from specdsl.facts import ENGINES, FlagInfo, engine_flags
+from specdsl.servers import command, sglang, transformers, vllm
+from specdsl.servers.args import render_args
+from specdsl.servers.base import Adapter, LaunchError, ServerHandle
+from specdsl.servers.lifecycle import answers, effective_config, health_url, launch, teardown
+from specdsl.servers.logscan import parse_kv_list, scan_log
+
+ADAPTERS: dict[str, Adapter] = {a.name: a for a in (transformers.ADAPTER, vllm.ADAPTER, sglang.ADAPTER, command.ADAPTER)}
+
+
+def adapter_for(engine: str) -> Adapter:
+    """The adapter of `engine`; an unknown engine is driven like `command`."""
+    return ADAPTERS.get(engine, ADAPTERS["command"])
+
+
+def build_argv(server, env, bind: str, port: int, host=None) -> list[str]:
+    """The full argv that starts `server` from environment `env` on bind:port."""
+    return adapter_for(server.engine).argv(server, env, bind, port, host)
+
 
 __all__ = [
-    "ENGINES", "FlagInfo", "LaunchError", "ServerHandle", "answers", "build_argv", "effective_config",
-    "engine_flags", "launch", "render_args", "scan_log", "teardown",
+    "ADAPTERS", "Adapter", "ENGINES", "FlagInfo", "LaunchError", "ServerHandle", "adapter_for", "answers", "build_argv",
+    "effective_config", "engine_flags", "health_url", "launch", "parse_kv_list", "render_args", "scan_log", "teardown",
 ]

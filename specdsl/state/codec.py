@@ -38,7 +38,7 @@ STR, INT, NUM, STATUS, STR_PAIRS, NUM_PAIRS, VALUE_PAIRS, STR_LIST, OPT_STR = (
 RECORDS: dict[str, tuple[type, dict[str, str]]] = {
     "environments": (Environment, {
         "identity": STR, "host": STR, "path": STR, "python": STR, "python_version": STR,
-        "packages": STR_PAIRS, "torch": STR_PAIRS, "created": STR,
+        "packages": STR_PAIRS, "torch": STR_PAIRS, "created": STR, "nvcc": STR,
     }),
     "servers": (ServerRecord, {
         "identity": STR, "addr": STR, "host": STR, "pid": INT, "pgid": INT, "port": INT,
@@ -47,7 +47,7 @@ RECORDS: dict[str, tuple[type, dict[str, str]]] = {
     "runs": (RunRecord, {
         "id": STR, "step": STR, "identity": STR, "experiment": STR, "status": STATUS,
         "started": STR, "finished": STR, "folder": STR, "metrics": NUM_PAIRS,
-        "effective": VALUE_PAIRS, "reason": STR,
+        "effective": VALUE_PAIRS, "reason": STR, "argv": STR_LIST,
     }),
     "baselines": (Baseline, {"track": STR, "run": STR, "experiment": STR, "promoted": STR}),
     "steps": (StepRecord, {"addr": STR, "kind": STR, "identity": STR, "content": STR, "updated": STR}),

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 FORMAT_VERSION = 1
-STATUSES = ("completed", "failed", "skipped")
+STATUSES = ("completed", "failed", "skipped", "interrupted")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 Pairs = tuple[tuple[str, Any], ...]
@@ -94,6 +94,7 @@ class Environment:
     packages: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_str_pairs)
     torch: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=_str_pairs)
     created: str = ""
+    nvcc: str = ""  # the CUDA toolkit release checked when it was built ("" when the stack names no cuda)
 
 
 @attrs.frozen
@@ -132,6 +133,7 @@ class RunRecord:
     metrics: tuple[tuple[str, float], ...] = attrs.field(default=(), converter=_float_pairs)
     effective: Pairs = attrs.field(default=(), converter=_pairs)
     reason: str = ""
+    argv: tuple[str, ...] = attrs.field(default=(), converter=tuple)  # a launch: the command that started the server
 
     def metric(self, name: str) -> float | None:
         return dict(self.metrics).get(name)

@@ -8,7 +8,7 @@ import tomllib
 import pytest
 
 from apply_helpers import REPO, processes_mentioning, specdsl
-from specdsl.state import load_state
+from specdsl.state import load_state, locked, write_state
 
 pytestmark = pytest.mark.e2e
 
@@ -70,10 +70,17 @@ def test_saved_plan_applies_exactly_and_stale_plan_is_refused(quickstart):
     assert first.returncode == 0
     made = specdsl("plan", "quickstart.spec", "-o", "plans/now.plan.toml", cwd=folder, timeout=120)
     assert made.returncode == 0, made.stdout + made.stderr
+    serial_before = load_state(folder / ".specdsl").serial
     applied = specdsl("apply", "plans/now.plan.toml", cwd=folder, timeout=300)
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "0 server launches" in applied.stdout
-    # the state moved on (apply wrote it): the same plan file is now stale
+    # a no-op apply wrote nothing: the plan still describes the state, so it applies again
+    assert load_state(folder / ".specdsl").serial == serial_before
+    same = specdsl("apply", "plans/now.plan.toml", cwd=folder, timeout=300)
+    assert same.returncode == 0, same.stdout + same.stderr
+    # once the state moves on (another apply wrote it), the same plan file is stale
+    with locked(folder / ".specdsl", "test") as lock:
+        write_state(folder / ".specdsl", load_state(folder / ".specdsl"), lock=lock)
     again = specdsl("apply", "plans/now.plan.toml", cwd=folder, timeout=120)
     assert again.returncode == 6, again.stdout + again.stderr
     assert "stale plan" in again.stderr and "serial" in again.stderr

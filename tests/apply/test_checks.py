@@ -3,7 +3,7 @@
 import pytest
 
 from specdsl.apply.checks import FAIL, INCONCLUSIVE, PASS, Results, check
-from specdsl.apply.walker import _union_length
+from specdsl.apply.outcome import union_length as _union_length
 from specdsl.model.build import parse
 
 

@@ -6,6 +6,7 @@ import sys
 import time
 
 from specdsl.apply.refresh import refresh
+from specdsl.model.config import Host as HostDecl
 from specdsl.state import Environment, ServerRecord, State
 
 
@@ -33,12 +34,12 @@ def test_records_of_a_named_local_host_are_checked(tmp_path):
         state = state.with_server(ServerRecord("alive", "launch.a", "gpu", live.pid, live.pid, port, f"http://127.0.0.1:{port}"))
         state = state.with_server(ServerRecord("gone", "launch.b", "gpu", dead.pid, dead.pid, port + 1, f"http://127.0.0.1:{port + 1}"))
         state = state.with_environment(Environment("env-gone", "gpu", str(tmp_path / "nope"), str(tmp_path / "nope/bin/python"), "3.11"))
-        fresh = refresh(state, frozenset({"local", "gpu"}))
+        fresh = refresh(state, names={"gpu": HostDecl("gpu")})
         assert fresh.servers == frozenset({"alive"})
         assert fresh.environments == frozenset()
         assert any("launch.b" in d and "does not answer" in d for d in fresh.drift)
         # a host that is not this machine is trusted, not asked
-        remote = refresh(state, frozenset({"local"}))
+        remote = refresh(state, names={"gpu": HostDecl("gpu", ssh="bench@gpu8")})
         assert remote.servers == frozenset({"alive", "gone"})
     finally:
         live.terminate()

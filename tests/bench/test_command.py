@@ -12,6 +12,7 @@ import pytest
 
 from specdsl.bench import BenchError, run_command_workload
 from specdsl.bench.command import expand_command, extract_metrics, last_json_object
+from specdsl.hosts import Cancelled, LocalHost
 from specdsl.model.config import MetricRule, Workload
 
 
@@ -20,7 +21,8 @@ def script_workload(code: str, rules, **kw) -> Workload:
 
 
 def run(w, tmp_path, **kw):
-    return run_command_workload(w, host="127.0.0.1", port=8123, model="m/x", out_dir=tmp_path, **kw)
+    return run_command_workload(w, host=LocalHost(env_root=tmp_path), server_host="127.0.0.1", port=8123, model="m/x",
+                                out_dir=tmp_path, **kw)
 
 
 def test_regex_metric_is_the_first_group_of_the_last_match(tmp_path):
@@ -95,7 +97,7 @@ def _alive(pid: int) -> bool:
 def test_stop_event_ends_the_script(tmp_path):
     stop = threading.Event()
     threading.Timer(0.3, stop.set).start()
-    with pytest.raises(BenchError, match="stopped"):
+    with pytest.raises(Cancelled):  # an interrupted benchmark, not a failed one
         run(script_workload("import time; time.sleep(60)", [MetricRule(name="x", regex="(1)")], timeout=60), tmp_path, stop=stop)
 
 
@@ -115,3 +117,9 @@ def test_last_json_object_and_regex_without_group():
     assert last_json_object("x\n{\"a\": 1}\ntrailing") == {"a": 1}
     assert last_json_object("nothing here") is None
     assert extract_metrics("score 12", (MetricRule(name="s", regex=r"\d+"),), source="t") == {"s": 12.0}
+
+
+def test_placeholders_expand_once():
+    # a model name holding `{port}` is not expanded again (one pass over the template)
+    argv = expand_command(["{model}", "{model}-{port}", "{unknown}"], host="h", port=7, model="m{port}")
+    assert argv == ["m{port}", "m{port}-7", "{unknown}"]

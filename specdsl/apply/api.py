@@ -1,0 +1,61 @@
+"""Apply as a library call: `apply_plan` walks a plan and returns what happened.
+
+The CLI parses arguments, takes the state lock, confirms and renders; code
+that builds experiments itself (bisect, calibrate) calls `apply_plan` with a
+plan of its own (see `plan_config` for the plan of a config against state).
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from specdsl.apply.context import Hooks, QuietHooks, Walk
+from specdsl.apply.outcome import ApplyResult
+from specdsl.apply.scheduler import Scheduler
+from specdsl.apply.state_writer import StateWriter
+from specdsl.apply.steps import HANDLERS
+from specdsl.apply.steps.launch import stop_server
+from specdsl.hosts import HostRegistry
+from specdsl.state import LockInfo, State
+
+DEFAULT_WORKERS = 4
+
+
+def apply_plan(
+    plan,
+    graph,
+    *,
+    state_dir: Path,
+    state: State | None,
+    lock: LockInfo | None,
+    spec_dir: Path,
+    registry: HostRegistry | None = None,
+    hooks: Hooks | None = None,
+    stop: threading.Event | None = None,
+    variables: dict[str, Any] | None = None,
+    workers: int = DEFAULT_WORKERS,
+) -> ApplyResult:
+    """Do what `plan` says for the steps of `graph`, recording into the state
+    folder `state_dir` (whose lock `lock` the caller holds), and return the
+    outcome of every step, the verdicts and the warnings. Servers this walk
+    started are stopped before it returns, except `keep_running` ones when
+    it was not interrupted. Never raises for a step that fails: that is an
+    outcome."""
+    own_registry = registry is None
+    registry = registry or HostRegistry()
+    walk = Walk(plan, graph, StateWriter(state_dir, state or State.new(), lock), registry, Path(spec_dir),
+                hooks or QuietHooks(), stop or threading.Event(), dict(variables or {}))
+    try:
+        Scheduler(walk, HANDLERS, workers=workers).run()
+    finally:
+        for launch, handle in list(walk.handles.items()):
+            step = graph.steps[launch]
+            if walk.stop.is_set() or not step.payload["server"].keep_running:
+                stop_server(walk, launch, handle, walk.host_of(step), quiet=True)
+        if own_registry:
+            registry.close()
+    if walk.stop.is_set():
+        walk.result.interrupted = True
+    return walk.result

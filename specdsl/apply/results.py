@@ -1,0 +1,58 @@
+"""The recorded results an assertion reads: a benchmark's runs from its run
+folder (`result.json`), or the medians state kept when the folder is gone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specdsl.apply.checks import Results
+from specdsl.state import State
+
+RESULT_FILE = "result.json"
+_OLD_RESULT_FILE = "results.json"  # what run folders of earlier versions hold
+
+
+def _decode(value):
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def results_of_run(run, state_dir: Path) -> Results | None:
+    if run is None:
+        return None
+    effective = {k: _decode(v) for k, v in run.effective}
+    folder = Path(state_dir) / run.folder
+    for name in (RESULT_FILE, _OLD_RESULT_FILE):
+        try:
+            doc = json.loads((folder / name).read_text())
+        except (OSError, ValueError):
+            continue
+        return Results.from_bench(doc, effective)
+    # the run folder is gone: fall back to the medians state recorded
+    return Results((dict(run.metrics),), {}, effective)
+
+
+def load_results(state: State, state_dir: Path, bench_identity: str) -> Results | None:
+    """The recorded results of the benchmark step `bench_identity`."""
+    return results_of_run(state.result(bench_identity), state_dir)
+
+
+def baseline_results(state: State, state_dir: Path, exp, graph) -> Results | None:
+    """The results `baseline.X` reads for `exp`: another experiment's
+    benchmark, or the run a track's baseline points at."""
+    if exp.baseline is None:
+        return None
+    if exp.baseline.kind == "experiment":
+        bench_addr = graph.by_experiment.get(exp.baseline.name, {}).get("benchmark")
+        if bench_addr is None:
+            return None
+        return load_results(state, state_dir, graph.steps[bench_addr].identity)
+    base = state.baseline(exp.baseline.name)
+    if base is None:
+        return None
+    return results_of_run(state.run(base.run), state_dir)

@@ -1,0 +1,224 @@
+"""The scheduler: walks a plan's steps by their dependencies, under
+constraints, running each step's handler on a small thread pool.
+
+It knows constraints, not step kinds:
+- a step starts once every step it depends on has finished (`deps`, and
+  `after` ordering edges unless the handler calls them a preference);
+- a step that opens a *session* (a launch: a server and the steps that use
+  it) needs its session key free; the key (the physical host's GPUs) is
+  held until every member of the session has finished, so a host holds one
+  server at a time while independent work (provisioning the next stack,
+  checks of finished experiments) overlaps;
+- a handler may cap how many of its steps run at once (`max_parallel`);
+- among the steps that may start, the one earliest in the graph's order
+  goes first; sessions of one key open strictly in that order (a session
+  ranks by its earliest member, so baselines come first, every apply runs
+  its servers in the same order, and a sweep of S server configurations
+  launches S times).
+A failed step abandons its dependants once: each is recorded as skipped,
+naming the root cause. A set stop event starts nothing new; running steps
+see it and end as interrupted; steps not started are recorded so.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import queue
+import time
+from typing import Any
+
+from specdsl.apply.context import StepContext, StepFailed, Walk
+from specdsl.apply.outcome import Outcome, Reason, Status, union_length
+from specdsl.hosts import Cancelled
+
+_POLL_S = 0.2
+_ENDED_BADLY = (Status.FAILED, Status.SKIPPED, Status.INTERRUPTED)
+
+
+class Scheduler:
+    def __init__(self, walk: Walk, handlers: dict[str, Any], *, workers: int = 4) -> None:
+        self.walk = walk
+        self.handlers = handlers
+        self.workers = workers
+        graph = walk.graph
+        self.steps = graph.steps
+        order = graph.order()
+        self.rank = {a: i for i, a in enumerate(order)}
+        self.waiting: list[str] = [c.addr for c in walk.plan.changes if c.addr in self.steps]
+        self.finished: dict[str, Outcome] = {}
+        self.running: dict[str, float] = {}
+        self.sessions: dict[str, tuple[str, set[str]]] = {}  # key -> (opener, members not finished)
+        self.member_of: dict[str, str] = {}  # addr -> session key it belongs to (while open)
+        self.intervals: list[tuple[float, float]] = []
+        self.done_q: queue.Queue = queue.Queue()
+        for addr in self.waiting:
+            opener = self._session_members(addr)
+            if opener:
+                self.rank[addr] = min(self.rank[m] for m in opener)
+
+    # -- constraints --------------------------------------------------------
+    def _handler(self, addr: str):
+        return self.handlers[self.steps[addr].kind]
+
+    def _session_members(self, addr: str) -> set[str]:
+        members = getattr(self._handler(addr), "session_members", None)
+        return set(members(self.walk, addr)) if members else set()
+
+    def _deps_done(self, addr: str) -> bool:
+        step = self.steps[addr]
+        soft = getattr(self._handler(addr), "soft_after", False)
+        needed = step.deps if soft else step.deps + step.after
+        return all(d in self.finished or d not in self.walk.plan_addrs for d in needed)
+
+    def _may_start(self, addr: str) -> bool:
+        if not self._deps_done(addr):
+            return False
+        handler = self._handler(addr)
+        cap = getattr(handler, "max_parallel", None)
+        if cap is not None and sum(1 for a in self.running if self.steps[a].kind == self.steps[addr].kind) >= cap:
+            return False
+        key = self._key(addr)
+        if key is None:
+            return True
+        if key in self.sessions:
+            return False
+        # sessions of one key open in rank order (a repeatable walk: the
+        # baseline's server first even when the candidate's stack is ready first)
+        return not any(self.rank[w] < self.rank[addr] and self._key(w) == key for w in self.waiting if w != addr)
+
+    def _key(self, addr: str) -> str | None:
+        handler = self._handler(addr)
+        return handler.session_key(self.walk, self.steps[addr]) if hasattr(handler, "session_key") else None
+
+    def _open_session(self, addr: str) -> None:
+        key = self._key(addr)
+        if key is None:
+            return
+        members = {m for m in self._session_members(addr) | {addr} if m in self.walk.plan_addrs and m not in self.finished}
+        self.sessions[key] = (addr, members)
+        for m in members:
+            self.member_of[m] = key
+
+    def _leave_session(self, addr: str) -> None:
+        key = self.member_of.pop(addr, None)
+        if key is None:
+            return
+        _opener, members = self.sessions[key]
+        members.discard(addr)
+        if not members:
+            del self.sessions[key]
+
+    # -- the loop -----------------------------------------------------------
+    def run(self) -> None:
+        started = time.monotonic()
+        with cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="step") as pool:
+            while self.waiting or self.running:
+                if self.walk.stop.is_set():
+                    for addr in list(self.waiting):
+                        self._finish(addr, Outcome(addr, self.steps[addr].kind, Status.SKIPPED, Reason.NOT_STARTED,
+                                                   Reason.NOT_STARTED.text))
+                    self.walk.result.interrupted = True
+                else:
+                    self._start_ready(pool)
+                if not self.running:
+                    if self.waiting:  # nothing runs and nothing may start: a constraint that can never be met
+                        for addr in list(self.waiting):
+                            self._finish(addr, Outcome(addr, self.steps[addr].kind, Status.FAILED, Reason.ERROR,
+                                                       "could not be scheduled: a step it waits for never finished"))
+                    break
+                try:
+                    addr, outcome = self.done_q.get(timeout=_POLL_S)
+                except queue.Empty:
+                    continue
+                self.running.pop(addr, None)
+                self._finish(addr, outcome)
+        self.walk.result.wall = time.monotonic() - started
+        self.walk.result.busy = union_length(self.intervals)
+
+    def _start_ready(self, pool) -> None:
+        progressed = True
+        while progressed and not self.walk.stop.is_set():
+            progressed = False
+            for addr in sorted(self.waiting, key=lambda a: self.rank.get(a, 0)):
+                if addr in self.finished:
+                    continue
+                if self._may_start(addr):
+                    self.waiting.remove(addr)
+                    self._open_session(addr)
+                    self.running[addr] = time.monotonic()
+                    pool.submit(self._execute, addr)
+                    progressed = True
+                    break
+
+    def _execute(self, addr: str) -> None:
+        step = self.steps[addr]
+        handler = self.handlers[step.kind]
+        ctx = StepContext(step, self.walk)
+        t0 = time.monotonic()
+        outcome: Outcome
+        try:
+            outcome = handler.run(ctx)
+        except StepFailed as exc:
+            handler_record_failure(ctx, "failed", exc.detail)
+            outcome = Outcome(addr, step.kind, Status.FAILED, Reason.ERROR, exc.detail, log=exc.log)
+        except Cancelled:
+            handler_record_failure(ctx, "interrupted", Reason.CANCELLED.text)
+            outcome = Outcome(addr, step.kind, Status.INTERRUPTED, Reason.CANCELLED, Reason.CANCELLED.text)
+        except Exception as exc:  # a bug or an unexpected host error: record it, the walk goes on
+            detail = f"unexpected error: {type(exc).__name__}: {exc}"
+            handler_record_failure(ctx, "failed", detail)
+            outcome = Outcome(addr, step.kind, Status.FAILED, Reason.ERROR, detail)
+        elapsed = time.monotonic() - t0
+        if outcome.status is not Status.REUSED or outcome.elapsed:
+            outcome = _with_elapsed(outcome, elapsed)
+        self.done_q.put((addr, outcome))
+
+    def _finish(self, addr: str, outcome: Outcome) -> None:
+        if addr in self.finished:
+            return
+        if addr in self.waiting:
+            self.waiting.remove(addr)
+        self.finished[addr] = outcome
+        if outcome.elapsed:
+            now = time.monotonic()
+            self.intervals.append((now - outcome.elapsed, now))
+        self._leave_session(addr)
+        # a session whose opener did not get its server up ends with it
+        if outcome.status in _ENDED_BADLY:
+            if outcome.status is Status.INTERRUPTED:
+                self.walk.result.interrupted = True
+            root = outcome.root or addr
+            why = f"skipped because {root} {_ended(self.finished.get(root, outcome))}"
+            for dependant in self._dependants(addr):
+                if dependant in self.finished or dependant in self.running:
+                    continue
+                self._finish(dependant, Outcome(dependant, self.steps[dependant].kind, Status.SKIPPED, Reason.UPSTREAM_FAILED,
+                                                why, root=root))
+        with self.walk.mutex:
+            self.walk.result.outcomes.append(outcome)
+        self.walk.hooks.finish(outcome)
+
+    def _dependants(self, addr: str) -> list[str]:
+        out = [a for a in self.walk.graph.succ.get(addr, ()) if addr in self.steps[a].deps and a in self.walk.plan_addrs]
+        return sorted(out, key=lambda a: self.rank.get(a, 0))
+
+
+def _ended(outcome: Outcome) -> str:
+    if outcome.status is Status.SKIPPED and outcome.reason is Reason.NOT_STARTED:
+        return "was not started"
+    return {Status.FAILED: "failed", Status.INTERRUPTED: "was interrupted"}.get(outcome.status, "was skipped")
+
+
+def _with_elapsed(outcome: Outcome, elapsed: float) -> Outcome:
+    import attrs
+
+    return attrs.evolve(outcome, elapsed=elapsed)
+
+
+def handler_record_failure(ctx: StepContext, status: str, detail: str) -> None:
+    """A step that started a run and then failed or was interrupted: its
+    run is recorded with why (state keeps every execution)."""
+    if ctx.run_id is None:
+        return
+    run = ctx.writer.run_record(ctx.step, ctx.run_id, ctx.folder, ctx.started, status, reason=detail.splitlines()[0][:500])
+    ctx.writer.step_done(ctx.step, run)

@@ -1,0 +1,30 @@
+"""Small pieces several handlers share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+
+from specdsl.apply.context import StepContext
+from specdsl.apply.outcome import Outcome, Reason, Status
+
+
+def planned_reuse(ctx: StepContext, detail: str | None = None) -> Outcome:
+    """The outcome of a step the plan reuses: its reason, as the plan said it."""
+    change = ctx.change
+    return Outcome(ctx.addr, ctx.step.kind, Status.REUSED, Reason.PLANNED_REUSE, detail or (change.reason if change else ""))
+
+
+def completed(ctx: StepContext, detail: str, log: str = "", reused: bool = False) -> Outcome:
+    return Outcome(ctx.addr, ctx.step.kind, Status.REUSED if reused else Status.COMPLETED, Reason.DONE, detail, log=log)
+
+
+def localize(server, spec_dir: Path):
+    """A model given as a path relative to the spec is made absolute (the
+    spec's folder is on this machine, where the spec was read)."""
+    model = server.model
+    candidate = Path(spec_dir) / model
+    if not Path(model).is_absolute() and (model.startswith(".") or candidate.exists()):
+        return attrs.evolve(server, model=str(candidate.resolve()))
+    return server

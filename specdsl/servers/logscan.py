@@ -1,0 +1,89 @@
+"""Facts and warnings from a server log, by the engine's pattern table
+(specdsl/facts/*-log-patterns.tsv, read from the servers' sources) and the
+adapter's map from patterns to effective keys.
+
+Warnings name silent choices and risks: "attention backend not specified:
+triton chosen by default", and every pattern whose meaning is a RISK.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from specdsl.facts import log_patterns
+
+
+def scan_log(adapter, log: str, asked: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
+    """(facts under normalized keys, warnings) from a server log. Later
+    lines win for a key. `adapter` is an `Adapter` (or an engine name)."""
+    if isinstance(adapter, str):
+        from specdsl.servers import adapter_for
+
+        adapter = adapter_for(adapter)
+    asked = asked or {}
+    facts: dict[str, Any] = {}
+    warnings: list[str] = []
+    lines = log.splitlines()
+    for pattern in log_patterns(adapter.name):
+        text = pattern.regex.pattern
+        for line in lines:
+            m = pattern.regex.search(line)
+            if not m:
+                continue
+            if text in adapter.keyed:
+                for key, group in zip(adapter.keyed[text], m.groups()):
+                    if key and group is not None:
+                        facts[key] = literal(group)
+            elif text in adapter.kv_lists:
+                if len(m.groups()) > 1:
+                    facts["version"] = m.group(1)
+                facts.update({k: v for k, v in parse_kv_list(m.groups()[-1]).items() if k not in facts})
+            if text in adapter.default_backend and "attention_backend" not in asked:
+                _once(warnings, f"attention backend not specified: {m.group(1)} chosen by default")
+            if pattern.meaning.startswith("RISK"):
+                _once(warnings, f"{pattern.meaning} (log: {line.strip()[-200:]})")
+    return facts, warnings
+
+
+def _once(warnings: list[str], message: str) -> None:
+    if message not in warnings:
+        warnings.append(message)
+
+
+def parse_kv_list(text: str) -> dict[str, Any]:
+    """`a=1, b='x', c=Foo(d=2, e=[1, 2])` -> {"a": 1, "b": "x", "c": "Foo(d=2, e=[1, 2])"}.
+
+    Splits at top-level commas only; values that are Python literals are
+    evaluated, others kept as text."""
+    out: dict[str, Any] = {}
+    depth, quote, start = 0, None, 0
+    parts = []
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    for part in parts:
+        key, sep, raw = part.strip().partition("=")
+        if sep and re.fullmatch(r"[A-Za-z_]\w*", key):
+            out[key] = literal(raw.strip())
+    return out
+
+
+def literal(raw: str) -> Any:
+    """A Python literal's value, else the text itself."""
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return raw

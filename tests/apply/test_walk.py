@@ -1,0 +1,223 @@
+"""The walk, fast: scheduling, GPU exclusivity, checks while the server is
+up, abandonment, promotion, interruption and a no-op re-apply, driven by
+`apply_plan` with real processes (stdlib server doubles, a real uv
+environment over this interpreter) and real state."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from specdsl.apply import Reason, Status, apply_plan
+from specdsl.apply.refresh import refresh
+from specdsl.graph.build import build_graph
+from specdsl.hosts import HostRegistry
+from specdsl.plan.diff import make_plan
+from specdsl.resolve.resolver import resolve_file
+from specdsl.state import load_state, locked
+
+HERE = Path(__file__).parent
+DOUBLE = str(HERE / "walk_double.py")
+PROBE = str(HERE / "walk_probe.py")
+
+
+@pytest.fixture(scope="module")
+def env_root(tmp_path_factory):
+    """One environment root for the module: the stack is built once, reused after."""
+    return tmp_path_factory.mktemp("envs")
+
+
+def server(name: str, speed: float, life: Path, *extra: str) -> str:
+    argv = [sys.executable, DOUBLE, "{port}", "--speed", str(speed), "--life", str(life), *extra]
+    items = ", ".join(f'"{a}"' for a in argv)
+    return f'server "{name}" {{\n  engine = "command"\n  model = "m"\n  command = [{items}]\n  ready_timeout = 30s\n}}\n'
+
+
+def workload(sleep: float = 0.0, runs: int = 2) -> str:
+    argv = [sys.executable, PROBE, "{base_url}"] + (["--sleep", str(sleep)] if sleep else [])
+    items = ", ".join(f'"{a}"' for a in argv)
+    return (f'workload "w" {{\n  command = [{items}]\n  runs = {runs}\n  timeout = 60s\n'
+            '  metric "tps" { regex = "tps: ([0-9.]+)" }\n}\n')
+
+
+COMMON = 'host "a" {}\nhost "b" {}\nstack "sys" {\n  python = "system"\n}\n'
+
+
+class Recording:
+    """Hooks that keep the order of events."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.on_start = None
+
+    def start(self, addr, kind):
+        self.events.append(("start", addr))
+        if self.on_start:
+            self.on_start(addr)
+
+    def progress(self, addr, message):
+        pass
+
+    def finish(self, outcome):
+        self.events.append(("finish", outcome.addr))
+
+
+def apply_spec(folder: Path, text: str, env_root: Path, **kw):
+    spec = folder / "walk.spec"
+    spec.write_text(text)
+    resolved = resolve_file(spec)
+    assert resolved.ok, [d.summary for d in resolved.diags]
+    cfg = resolved.config
+    graph = build_graph(cfg)
+    state_dir = folder / ".specdsl"
+    state = load_state(state_dir)
+    registry = HostRegistry(env_root=env_root)
+    fresh = refresh(state, registry, {h.name: h for h in cfg.hosts})
+    plan = make_plan(graph, state, fresh, spec=str(spec), spec_digest="d")
+    with locked(state_dir, "apply") as lock:
+        result = apply_plan(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=folder, registry=registry, **kw)
+    return plan, result, load_state(state_dir)
+
+
+def lives(path: Path) -> list[tuple[float, float]]:
+    starts, spans = {}, []
+    for line in path.read_text().splitlines():
+        what, name, t = line.split()
+        if what == "start":
+            starts[name] = float(t)
+        else:
+            spans.append((starts.pop(name), float(t)))
+    assert not starts, f"servers never stopped: {starts}"
+    return sorted(spans)
+
+
+def failures(result) -> str:
+    return "\n".join(f"{o.addr}: {o.detail}" for o in result.outcomes if o.status is Status.FAILED)
+
+
+def outcome(result, addr):
+    return next(o for o in result.outcomes if o.addr == addr)
+
+
+def test_one_server_per_machine_checks_while_up_and_promotion(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    text = COMMON + server("slow", 50, life) + server("fast", 100, life) + workload() + '''
+experiment "base" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.slow
+  workload = workload.w
+}
+experiment "cand" {
+  host     = host.b
+  stack    = stack.sys
+  server   = server.fast
+  workload = workload.w
+  baseline = experiment.base
+  assert "faster" { tps >= baseline.tps * 1.5 }
+  promote  = "t"
+}
+'''
+    hooks = Recording()
+    plan, result, state = apply_spec(tmp_path, text, env_root, hooks=hooks)
+    assert result.exit_code() == 0, failures(result)
+    # two host blocks, one machine: its servers never overlapped
+    spans = lives(life)
+    assert len(spans) == 2 and spans[0][1] <= spans[1][0], spans
+    assert result.launches == 2
+    # the baseline's server went first (the candidate's check reads it)
+    assert hooks.events.index(("start", "launch.slow")) < hooks.events.index(("start", "launch.fast"))
+    # the check ran as soon as its results were recorded, before its server was stopped
+    assert hooks.events.index(("finish", "check.cand.faster")) < hooks.events.index(("finish", "teardown.fast"))
+    assert [v.status for _, v in result.verdicts] == ["pass"]
+    # every planned step has one outcome: the summary counts what the plan listed
+    assert sorted(o.addr for o in result.outcomes) == sorted(c.addr for c in plan.changes)
+    # promoted, with the argv of the launch in the lock (read from state)
+    assert state.baseline("t") is not None
+    lock = (tmp_path / "stacks" / "t.lock.toml").read_text()
+    assert "walk_double.py" in lock and '"--speed"' in lock
+    launch_runs = [r for r in state.runs if r.step == "launch.fast"]
+    assert launch_runs[-1].argv and "--speed" in launch_runs[-1].argv
+
+
+def test_noop_reapply_writes_nothing_and_counts_every_step(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    text = COMMON + server("s", 70, life) + workload(runs=1) + '''
+experiment "e" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+  assert "some" { tps > 0 }
+}
+'''
+    _, first, state = apply_spec(tmp_path, text, env_root)
+    assert first.exit_code() == 0, failures(first)
+    folders = sorted((tmp_path / ".specdsl" / "runs").iterdir())
+    plan, again, state2 = apply_spec(tmp_path, text, env_root)
+    assert again.exit_code() == 0
+    assert again.launches == 0
+    assert state2.serial == state.serial  # nothing new was decided: nothing written
+    assert sorted((tmp_path / ".specdsl" / "runs").iterdir()) == folders
+    statuses = {o.addr: o.status for o in again.outcomes}
+    assert len(statuses) == len(plan.changes)
+    assert statuses["benchmark.e"] is Status.REUSED and statuses["check.e.some"] is Status.COMPLETED
+
+
+def test_failed_launch_abandons_its_dependants_once_and_the_rest_goes_on(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    text = COMMON + server("broken", 1, life, "--fail-start") + server("fine", 2, life) + workload(runs=1) + '''
+experiment "bad" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.broken
+  workload = workload.w
+  assert "ok" { tps > 0 }
+  promote  = "t"
+}
+experiment "good" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.fine
+  workload = workload.w
+}
+'''
+    _, result, state = apply_spec(tmp_path, text, env_root)
+    assert result.exit_code() == 5
+    failed = outcome(result, "launch.broken")
+    assert failed.status is Status.FAILED and "exited with code 3" in failed.detail
+    assert "weights are missing" in failed.detail  # the log's last lines
+    for addr in ("benchmark.bad", "check.bad.ok", "promote.bad"):
+        o = outcome(result, addr)
+        assert (o.status, o.reason, o.root) == (Status.SKIPPED, Reason.UPSTREAM_FAILED, "launch.broken"), o
+        assert o.detail == "skipped because launch.broken failed"
+    assert outcome(result, "benchmark.good").status is Status.COMPLETED
+    assert state.baseline("t") is None
+    assert [r.status for r in state.runs if r.step == "launch.broken"] == ["failed"]
+
+
+def test_stop_during_a_benchmark_is_an_interrupted_run(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    text = COMMON + server("s", 5, life) + workload(sleep=30, runs=1) + '''
+experiment "e" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+'''
+    stop = threading.Event()
+    hooks = Recording()
+    hooks.on_start = lambda addr: addr == "benchmark.e" and threading.Timer(0.5, stop.set).start()
+    _, result, state = apply_spec(tmp_path, text, env_root, hooks=hooks, stop=stop)
+    assert result.interrupted and result.exit_code() == 130
+    o = outcome(result, "benchmark.e")
+    assert (o.status, o.reason) == (Status.INTERRUPTED, Reason.CANCELLED)
+    assert [r.status for r in state.runs if r.step == "benchmark.e"] == ["interrupted"]
+    assert not state.servers
+    assert len(lives(life)) == 1  # the server was stopped
+    assert not [p for p in os.popen("ps -eo args").read().splitlines() if str(life) in p]

@@ -1,0 +1,69 @@
+"""A test double of an OpenAI-compatible server (stdlib only) for walk tests:
+starts in milliseconds, reports a fixed speed, and appends its life to a file.
+
+    python walk_double.py PORT --speed TPS --life FILE [--fail-start]
+
+`GET /speed` answers `{"tps": TPS}`; `/health` 200; POST answers a
+completion. The life file gets `start NAME T` when it listens and
+`stop NAME T` when it is terminated (SIGTERM), so a test can check that no
+two servers were up at once.
+"""
+
+import json
+import os
+import signal
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT = int(sys.argv[1])
+SPEED = float(sys.argv[sys.argv.index("--speed") + 1])
+LIFE = sys.argv[sys.argv.index("--life") + 1]
+NAME = f"{SPEED:g}@{PORT}"
+
+
+def note(what: str) -> None:
+    with open(LIFE, "a") as f:
+        f.write(f"{what} {NAME} {time.time():.6f}\n")
+
+
+if "--fail-start" in sys.argv:
+    print("cannot load the model: the weights are missing", flush=True)
+    sys.exit(3)
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/health":
+            self._send(200, {})
+        elif self.path == "/speed":
+            self._send(200, {"tps": SPEED})
+        else:
+            self._send(404, {})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self._send(200, {"choices": [{"text": " hi", "index": 0}]})
+
+
+def stop(*_):
+    note("stop")
+    os._exit(0)
+
+
+signal.signal(signal.SIGTERM, stop)
+server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+note("start")
+print(f"walk double listening on {PORT}", flush=True)
+server.serve_forever()
