@@ -146,10 +146,18 @@ def server_content(server: config.Server) -> dict:
     return out
 
 
+# Not part of what a benchmark measures: `runs` is how many times it is
+# measured, `timeout` and `cooldown` how long specdsl waits for a request
+# and between runs. Raising them keeps the benchmark's identity, so
+# recorded results stay valid and more runs add to the ones recorded
+# (plan asks for the missing runs) instead of starting over.
+_NOT_MEASURED = ("runs", "timeout", "cooldown")
+
+
 def _content_workload(workload: config.Workload) -> dict:
     out = config.canonical(workload)
-    out.pop("__kind__", None)
-    out.pop("name", None)
+    for key in ("__kind__", "name", *_NOT_MEASURED):
+        out.pop(key, None)
     return out
 
 
