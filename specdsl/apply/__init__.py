@@ -10,8 +10,9 @@ handler gets a `StepContext`: its step, the `Host` it runs on (from the
 results loaded by `results`; `refresh` asks the hosts what still exists
 before a plan.
 
-Imports: everything below it (hosts, bench, provision, servers, state,
-plan, graph, model); never cli. It prints nothing: it reports through hooks.
+It is where the two sides meet: it imports the planning side (graph, plan,
+state, model) and the I/O side (hosts, bench, provision, servers). Only
+cli imports it. It prints nothing: it reports through hooks.
 """
 
 # Loaded on first use: `plan` imports `apply.refresh` alone and must not pay

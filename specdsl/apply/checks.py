@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 
+from specdsl import stats
 from specdsl.model import ast
 from specdsl.model.metrics import DISTRIBUTIONS
 
@@ -54,26 +55,18 @@ class _Missing(Exception):
     pass
 
 
-def _percentile(values: list[float], q: float) -> float:
-    # linear interpolation between closest ranks, as numpy's default
-    xs = sorted(values)
-    if len(xs) == 1:
-        return xs[0]
-    pos = (len(xs) - 1) * q / 100.0
-    lo = int(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
-
-
+# One definition of each statistic, specdsl.stats: percentiles interpolate
+# linearly between closest ranks (numpy's default); stddev is the sample
+# standard deviation (n - 1), 0.0 for a single value.
 _FUNCS = {
-    "p50": lambda xs: _percentile(xs, 50),
-    "p90": lambda xs: _percentile(xs, 90),
-    "p99": lambda xs: _percentile(xs, 99),
-    "median": statistics.median,
-    "mean": statistics.fmean,
+    "p50": lambda xs: stats.percentile(xs, 50),
+    "p90": lambda xs: stats.percentile(xs, 90),
+    "p99": lambda xs: stats.percentile(xs, 99),
+    "median": stats.median,
+    "mean": stats.mean,
     "min": min,
     "max": max,
-    "stddev": lambda xs: statistics.stdev(xs) if len(xs) > 1 else 0.0,
+    "stddev": lambda xs: stats.stdev(xs) if len(xs) > 1 else 0.0,
 }
 
 

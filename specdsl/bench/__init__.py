@@ -3,8 +3,9 @@ OpenAI-compatible server (or runs the user's own benchmark script), times
 every streamed chunk, and computes the metrics of `vllm bench serve`.
 
 I/O lives here (HTTP, subprocesses, files under the run folder). It may
-import `specdsl.model` for the workload type only, never graph, plan,
-engine or cli.
+import `specdsl.model` (the workload type, the metric names) and diag; never
+syntax, resolve, validate, graph, plan, state, provision, servers, apply or
+cli. It sits above hosts on the I/O side (tests/test_layers.py).
 """
 
 from specdsl.bench.command import run_command_workload

@@ -10,7 +10,8 @@
   tpot: (e2el - ttft) / (output_tokens - 1), only for requests with more
   than one output token.
 - mean, median, std (population, ddof=0) and percentiles with linear
-  interpolation between closest ranks (numpy's default method).
+  interpolation between closest ranks (numpy's default method), as defined
+  in `specdsl.stats`.
 
 One deliberate difference: a distribution with no samples (every request
 produced a single token, so no tpot) gives no statistics at all, where vLLM
@@ -19,42 +20,27 @@ reports 0. Missing data must not pass an assertion.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 
+from specdsl import stats
 from specdsl.bench.timings import RequestTiming
 from specdsl.bench.results import DISTRIBUTIONS
 
 
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0..100) of already sorted values, linear
-    interpolation between closest ranks (numpy.percentile's default)."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    frac = pos - lo
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * frac
-
-
 def summarize(values: Sequence[float]) -> dict[str, float]:
-    """mean, median, std (population), p50, p90, p99 of the values."""
+    """mean, median, std (population), p50, p90, p99 of the values, as
+    vLLM's np.mean, np.median, np.std and np.percentile (specdsl.stats)."""
     if not values:
         return {}
-    ordered = sorted(values)
-    n = len(ordered)
-    mean = math.fsum(ordered) / n
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in ordered) / n)
-    median = percentile(ordered, 50)
+    p50, p90, p99 = stats.percentiles(values, (50, 90, 99))
     return {
-        "mean": mean,
-        "median": median,
-        "std": std,
-        "p50": median,
-        "p90": percentile(ordered, 90),
-        "p99": percentile(ordered, 99),
+        "mean": stats.mean(values),
+        "median": stats.median(values),
+        "std": stats.pstdev(values),
+        "p50": p50,
+        "p90": p90,
+        "p99": p99,
     }
 
 

@@ -1,7 +1,7 @@
 """Config -> DAG of steps, built by an ordered list of small named transforms.
 
     preflight   one per host
-    provision   one per (host, stack content)
+    provision   one per (machine, stack content)
     launch      one per (provision, server content)
     benchmark   one per experiment cell (launch + workload)
     baseline    ordering edge: a baseline's benchmark runs before its candidate's
@@ -146,15 +146,33 @@ def server_content(server: config.Server) -> dict:
     return out
 
 
+# Not part of what a benchmark measures: `runs` is how many times it is
+# measured, `timeout` and `cooldown` how long specdsl waits for a request
+# and between runs. Raising them keeps the benchmark's identity, so
+# recorded results stay valid and more runs add to the ones recorded
+# (plan asks for the missing runs) instead of starting over.
+_NOT_MEASURED = ("runs", "timeout", "cooldown")
+
+
 def _content_workload(workload: config.Workload) -> dict:
     out = config.canonical(workload)
-    out.pop("__kind__", None)
-    out.pop("name", None)
+    for key in ("__kind__", "name", *_NOT_MEASURED):
+        out.pop(key, None)
     return out
 
 
+# Identities follow the physical machine, not the host block's name:
+# renaming a host block rebuilds nothing, and two blocks that mean the same
+# machine share its environments and servers.
 def _content_host(host: config.Host) -> dict:
-    return {"name": host.name, "ssh": host.ssh, "gpus": host.gpus, "workdir": host.workdir}
+    """The preflight's content: the machine and what it must offer (gpus)."""
+    return {"ssh": host.ssh, "gpus": host.gpus, "workdir": host.workdir}
+
+
+def _content_machine(host: config.Host) -> dict:
+    """What locates the machine an environment lives on: its ssh target
+    (None: this machine) and the folder specdsl works in there."""
+    return {"ssh": host.ssh, "workdir": host.workdir}
 
 
 def _jsonable(v):
@@ -223,11 +241,14 @@ def preflight(work: _Work) -> None:
 def provision(work: _Work) -> None:
     for exp in work.cfg.experiments:
         pre = work.graph.steps[_cells(work)[exp.name]["preflight"]]
-        content, identity = _identified(work, "provision", pre.identity, exp.stack,
-                                        lambda: {"host": pre.identity, "stack": stack_content(exp.stack)})
+        machine, machine_text = _canonical_once(work, "machine", exp.host, lambda: _content_machine(exp.host))
+        content, identity = _identified(work, "provision", machine_text, exp.stack,
+                                        lambda: {"host": machine, "stack": stack_content(exp.stack)})
         addr = _name(work, "provision", exp.stack.name, identity, exp.name)
-        _add(work, Step(addr, "provision", identity, content, (pre.addr,), host=exp.host.name, experiments=(exp.name,),
-                        payload={"stack": exp.stack, "host": exp.host}))
+        step = _add(work, Step(addr, "provision", identity, content, (pre.addr,), host=exp.host.name, experiments=(exp.name,),
+                               payload={"stack": exp.stack, "host": exp.host}))
+        if pre.addr not in step.deps:  # another host block on the same machine: its preflight comes first too
+            work.graph.steps[addr] = attrs.evolve(step, deps=tuple(sorted(step.deps + (pre.addr,))))
         _cells(work)[exp.name]["provision"] = addr
 
 

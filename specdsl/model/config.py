@@ -1,7 +1,7 @@
 """The resolved configuration: what a spec means once every reference,
 `extends`, override, variable and matrix cell has been worked out.
 
-These are the objects every later layer (graph, plan, engine, engines, bench)
+These are the objects every later layer (graph, plan, apply, servers, bench)
 works from. They hold plain values only (str, int, float, bool, tuples, and
 `Mapping`s frozen as sorted tuples of pairs) so that `canonical()` gives the
 same bytes on every machine: step identities are hashes of it.

@@ -2,8 +2,10 @@
 
 Each step gets an action and a reason, decided in dependency order so a
 step knows what happens upstream:
-- benchmark: `=` when a completed result with its identity is recorded,
-  else `>` (with the fields that changed since the recorded run);
+- benchmark: `=` when a completed result with its identity is recorded
+  with at least the workload's `runs` (an unrecorded count is enough),
+  else `>` (with the fields that changed since the recorded run, or how
+  many more runs are needed);
 - launch: needed only while one of its benchmarks runs (or `keep_running`):
   `=` when a server with its identity answers, `-/+` when the recorded server
   at its address has another identity, else `+`;
@@ -92,6 +94,9 @@ def make_plan(
     changes: dict[str, Change] = {}
     results = dict(state.results) if state is not None else {}
     steps_recorded = {s.addr: s for s in getattr(state, "steps", ())} if state is not None else {}
+    # run id -> how many runs its metrics summarize (None: not recorded, as
+    # in states written before the count was)
+    run_counts = {r.id: getattr(r, "runs", None) for r in getattr(state, "runs", ())} if state is not None else {}
     dependants = graph.succ
 
     def upstream_names(step) -> dict[str, str]:
@@ -108,12 +113,21 @@ def make_plan(
 
     # Decide bottom-up needs: benchmarks first (they decide what must run).
     bench_runs: set[str] = set()
+    more_runs: dict[str, tuple[int, int]] = {}  # benchmark addr -> (runs recorded, runs wanted)
     for addr in order:
         step = graph.steps[addr]
         if step.kind != "benchmark" or addr not in selected:
             continue
         if rerun or step.identity not in results:
             bench_runs.add(addr)
+            continue
+        # `runs` is not part of the identity: a result with fewer runs than
+        # the workload wants asks for the rest. An unknown count is enough.
+        recorded = run_counts.get(results[step.identity])
+        wanted = step.payload["experiment"].workload.runs
+        if recorded is not None and recorded < wanted:
+            bench_runs.add(addr)
+            more_runs[addr] = (recorded, wanted)
 
     running_at_end: set[str] = set()
     # Decide in need order (a launch needs to know its benchmarks, a
@@ -129,6 +143,10 @@ def make_plan(
                 action = Action.RUN
                 if rerun and step.identity in results:
                     reason = f"rerun requested (results recorded in run {results[step.identity]})"
+                elif addr in more_runs:
+                    have, want = more_runs[addr]
+                    n = want - have
+                    reason = f"{n} more run{'s' if n != 1 else ''} needed ({have} recorded, {want} wanted)"
                 elif not reason:
                     reason = "no results recorded yet"
             else:

@@ -1,9 +1,7 @@
-"""Evaluated values that remember where they were written.
+"""Expressions -> evaluated values that remember where they were written.
 
-A `V` wraps a Python value (str, int, float, bool, list of V, dict of str to
-V, `ast.Quantity`, `BlockRef`, `OverrideValue`) with the `Span` of the text
-it came from, so a schema check on a merged, inherited, overridden or
-matrix-substituted value still points at the right place.
+The value types (`V`, `INVALID`, `BlockRef`, `OverrideValue`) are defined in
+`specdsl.model.values` and re-exported here.
 
 `evaluate` turns a configuration expression into a V. Problems are reported
 into the diagnostics list and the result is `INVALID`, which later checks
@@ -19,43 +17,13 @@ import attrs
 
 from specdsl.diag import Diagnostic, Span, did_you_mean
 from specdsl.model import ast
+# The value types live in the model (validation reads them too); resolve
+# re-exports them as the values it evaluates.
+from specdsl.model.values import INVALID, BlockRef, OverrideValue, V, plain, type_name  # noqa: F401
 
 BLOCK_KINDS = ("variable", "host", "stack", "server", "workload", "experiment")
 REF_NAMESPACES = {"var": "variable", "host": "host", "stack": "stack", "server": "server", "workload": "workload",
                   "experiment": "experiment"}
-
-
-@attrs.frozen
-class V:
-    value: Any
-    span: Span | None = attrs.field(default=None, eq=False)
-    keys: dict | None = attrs.field(default=None, eq=False)  # map key -> span of the key
-
-
-class _Invalid:
-    def __repr__(self) -> str:
-        return "INVALID"
-
-
-INVALID = _Invalid()
-
-
-@attrs.frozen
-class BlockRef:
-    """A reference to a named block: `stack.cu128`, `experiment.baseline`,
-    or a track: `track.kimi-prod`."""
-
-    kind: str
-    name: str
-
-
-@attrs.frozen
-class OverrideValue:
-    """`server.kimi { args = {...} }` evaluated: the block and the changes."""
-
-    ref: BlockRef
-    changes: dict  # attribute name -> V
-    blocks: tuple = ()  # nested blocks of the override body (e.g. metric)
 
 
 @attrs.define
@@ -67,17 +35,6 @@ class Scope:
     matrix: dict[str, V] | None = None
     matrix_keys: tuple[str, ...] = ()
     tracks: bool = False  # `track.NAME` allowed (the `baseline` attribute)
-
-
-def plain(v: V | Any) -> Any:
-    """Strip spans: V -> plain Python values (lists, dicts, scalars)."""
-    if isinstance(v, V):
-        v = v.value
-    if isinstance(v, list):
-        return [plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: plain(x) for k, x in v.items()}
-    return v
 
 
 def merge(base: V, change: V) -> V:
@@ -96,27 +53,6 @@ def _key_span(item: ast.MapItem) -> Span | None:
         return None
     width = len(item.key) + (2 if item.quoted else 0)
     return Span(s.file, s.line, s.col, s.line, s.col + width)
-
-
-def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a bool"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a map"
-    if isinstance(value, ast.Quantity):
-        return "a duration" if value.unit != "%" else "a percentage"
-    if isinstance(value, (BlockRef, OverrideValue)):
-        kind = value.kind if isinstance(value, BlockRef) else value.ref.kind
-        return f"a {kind} reference"
-    return "a value"
 
 
 def evaluate(expr: ast.Expr, scope: Scope, diags: list[Diagnostic]) -> V:

@@ -30,9 +30,9 @@ from specdsl.state.model import (
 BACKUP_SUFFIX = ".backup"
 
 # Field kinds (how a value is checked and decoded).
-STR, INT, NUM, STATUS, STR_PAIRS, NUM_PAIRS, VALUE_PAIRS, STR_LIST, OPT_STR = (
+STR, INT, NUM, STATUS, STR_PAIRS, NUM_PAIRS, VALUE_PAIRS, STR_LIST, OPT_STR, OPT_INT = (
     "a string", "an integer", "a number", "a status", "a table of strings",
-    "a table of numbers", "a table", "a list of strings", "a string",
+    "a table of numbers", "a table", "a list of strings", "a string", "an integer",
 )
 
 RECORDS: dict[str, tuple[type, dict[str, str]]] = {
@@ -47,7 +47,7 @@ RECORDS: dict[str, tuple[type, dict[str, str]]] = {
     "runs": (RunRecord, {
         "id": STR, "step": STR, "identity": STR, "experiment": STR, "status": STATUS,
         "started": STR, "finished": STR, "folder": STR, "metrics": NUM_PAIRS,
-        "effective": VALUE_PAIRS, "reason": STR, "argv": STR_LIST,
+        "effective": VALUE_PAIRS, "reason": STR, "argv": STR_LIST, "runs": OPT_INT,
     }),
     "baselines": (Baseline, {"track": STR, "run": STR, "experiment": STR, "promoted": STR}),
     "steps": (StepRecord, {"addr": STR, "kind": STR, "identity": STR, "content": STR, "updated": STR}),
@@ -119,7 +119,7 @@ class _Reader:
     def value(self, where: str, kind: str, value: Any) -> Any:
         if kind in (STR, OPT_STR):
             return value if isinstance(value, str) else self.bad(where, kind, value)
-        if kind == INT:
+        if kind in (INT, OPT_INT):
             ok = isinstance(value, int) and not isinstance(value, bool)
             return value if ok else self.bad(where, kind, value)
         if kind == NUM:

@@ -120,7 +120,9 @@ class RunRecord:
     """One execution of a step. `step` is its address (`benchmark.upgrade`),
     `identity` its content hash, `folder` the run folder relative to the
     state folder; `metrics` medians across repetitions; `reason` why it
-    failed or was skipped."""
+    failed or was skipped. `runs` is how many repetitions (the workload's
+    `runs`) those metrics summarize; None: not recorded (a state written
+    before the count was), taken as enough by planning."""
 
     id: str
     step: str
@@ -134,6 +136,7 @@ class RunRecord:
     effective: Pairs = attrs.field(default=(), converter=_pairs)
     reason: str = ""
     argv: tuple[str, ...] = attrs.field(default=(), converter=tuple)  # a launch: the command that started the server
+    runs: int | None = None
 
     def metric(self, name: str) -> float | None:
         return dict(self.metrics).get(name)
@@ -325,6 +328,8 @@ class State:
         for i, run in enumerate(self.runs):
             if not RUN_ID_RE.match(run.id):
                 out.append((f"runs[{i}].id", f"{run.id!r} is not a valid run id (letters, digits, . _ -)"))
+            if run.runs is not None and run.runs < 0:
+                out.append((f"runs[{i}].runs", f"expected a count (0 or more), found {run.runs}"))
         completed = {r.id for r in self.runs if r.status == "completed"}
         for identity, run_id in self.results:
             if run_id not in completed:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from specdsl.diag import Diagnostic, did_you_mean
 from specdsl.facts import engine_flags
-from specdsl.resolve.values import V
+from specdsl.model.values import V
 
 # Set by specdsl from the server block (model, port) or needed to reach it.
 _MANAGED = {

@@ -15,7 +15,7 @@ import attrs
 from specdsl.diag import Diagnostic, Span, did_you_mean
 from specdsl.facts import ENGINES
 from specdsl.model import ast, config
-from specdsl.resolve.values import INVALID, V, type_name
+from specdsl.model.values import INVALID, V, type_name
 
 Check = Callable[[V, list[Diagnostic], str], Any]
 

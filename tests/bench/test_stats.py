@@ -8,7 +8,8 @@ import random
 import pytest
 
 from specdsl.bench.timings import RequestTiming
-from specdsl.bench.stats import compute_metrics, percentile, summarize
+from specdsl.bench.stats import compute_metrics, summarize
+from specdsl.stats import percentile
 
 
 def test_percentile_interpolates_linearly_between_closest_ranks():

@@ -1,10 +1,15 @@
 """Plans: actions, reasons, sharing, determinism, no-change re-plans."""
 
+import os
+import subprocess
+import sys
 
+from specdsl.cli.main import main
 from specdsl.plan.model import Action
-from specdsl.plan.render import render_json, render_text
+from specdsl.plan.render import render_text
+from specdsl.state import write_state
 
-from plan_helpers import SPEC, applied_state, plan_for, resolve_text
+from plan_helpers import ROOT, SPEC, applied_state, plan_for, resolve_text
 
 
 def actions(plan):
@@ -96,12 +101,40 @@ def test_dead_server_is_relaunched(spec_cfg):
     assert "not running" in plan.change("launch.tiny").reason
 
 
-def test_plan_output_is_deterministic(spec_cfg, tmp_path):
-    _, a = plan_for(spec_cfg)
-    again = resolve_text(tmp_path, SPEC, "z.spec")
-    _, b = plan_for(again)
-    assert render_text(a) == render_text(b)
-    assert render_json(a) == render_json(b)
+def _plan_in_process(args: list[str], seed: str, fmt: list[str]) -> bytes:
+    """`specdsl plan --no-refresh ARGS` in a fresh process under PYTHONHASHSEED=seed: its stdout."""
+    env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "plan", "--no-refresh", *fmt, *args],
+                          cwd=ROOT, env=env, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout
+
+
+def test_plan_output_is_the_same_bytes_under_other_hash_seeds(tmp_path, monkeypatch, capsys):
+    """Two processes with different PYTHONHASHSEEDs (and this one) print the
+    same JSON, byte for byte: against an empty state (the examples, one with
+    a matrix) and against recorded state with changes (fields, reasons)."""
+    spec = tmp_path / "y.spec"
+    spec.write_text(SPEC)
+    graph, _ = plan_for(resolve_text(tmp_path, SPEC, "y.spec"))
+    write_state(tmp_path / "state", applied_state(graph))
+    spec.write_text(SPEC.replace('attention-backend = "flashinfer"', 'attention-backend = "fa3"'))
+    empty = str(tmp_path / "empty")
+    cases = [
+        [str(spec), "--state", str(tmp_path / "state")],
+        ["examples/kimi-k25/upgrade.spec", "--state", empty],
+        ["examples/sweep/sweep.spec", "--state", empty],
+    ]
+    monkeypatch.chdir(ROOT)
+    for args in cases:
+        a, b = (_plan_in_process(args, seed, ["--json"]) for seed in ("0", "4242"))
+        assert a == b, args
+        capsys.readouterr()
+        assert main(["plan", "--no-refresh", "--json", *args]) == 0
+        assert capsys.readouterr().out.encode() == a, args
+    # and the text view
+    a, b = (_plan_in_process(cases[0], seed, []) for seed in ("0", "4242"))
+    assert a == b and b"-/+ launch.tiny/cand" in a
 
 
 def test_identity_ignores_names_and_arg_order(tmp_path):

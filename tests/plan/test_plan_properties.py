@@ -1,15 +1,23 @@
 """Properties of planning over generated specs (hypothesis)."""
 
+import json
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from plan_helpers import applied_state, plan_for, resolve_text
 from specdsl.plan.model import Action
 from specdsl.plan.render import render_json
+from specdsl.state import encode_state
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CHANGED = (Action.CREATE, Action.REPLACE, Action.RUN)
 
@@ -44,11 +52,50 @@ def _cfg(text):
         return resolve_text(Path(d), text)
 
 
+# Two planning processes with other string-hash seeds than each other (and
+# than this one, whose seed is random unless PYTHONHASHSEED is set).
+HASH_SEEDS = ("0", "4242")
+
+
+class Worker:
+    def __init__(self, seed: str):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("plan_worker.py"))], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+
+    def plan_json(self, text: str, state_toml: str | None) -> str:
+        self.proc.stdin.write(json.dumps({"spec": text, "state": state_toml}) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        assert line, f"the planning worker died: {self.proc.stderr.read()}"
+        return json.loads(line)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def workers():
+    started = [Worker(seed) for seed in HASH_SEEDS]
+    yield started
+    for w in started:
+        w.close()
+
+
 @settings(max_examples=25, deadline=None)
 @given(specs())
-def test_plans_are_deterministic(text):
-    a, b = _cfg(text), _cfg(text)
-    assert render_json(plan_for(a)[1]) == render_json(plan_for(b)[1])
+def test_plans_are_deterministic_across_processes(workers, text):
+    """The same spec and state give the same JSON bytes in processes with
+    different PYTHONHASHSEEDs (and in this one)."""
+    cfg = _cfg(text)
+    graph, here = plan_for(cfg)
+    state = applied_state(graph)
+    _, here_applied = plan_for(cfg, state)
+    for state_toml, mine in ((None, here), (encode_state(state), here_applied)):
+        a, b = (w.plan_json(text, state_toml) for w in workers)
+        assert a.encode() == b.encode()
+        assert a.encode() == render_json(mine).encode()
 
 
 @settings(max_examples=25, deadline=None)

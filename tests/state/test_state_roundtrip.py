@@ -37,7 +37,7 @@ servers = st.builds(
 runs = st.builds(
     RunRecord, id=run_ids, step=text, identity=text, experiment=text, status=st.sampled_from(STATUSES),
     started=text, finished=text, folder=text, metrics=st.dictionaries(text, floats, max_size=4),
-    effective=config, reason=text)
+    effective=config, reason=text, runs=st.none() | st.integers(min_value=0, max_value=1000))
 
 
 @st.composite
