@@ -30,7 +30,7 @@ import attrs
 from specdsl import bench, servers, provision
 from specdsl.apply import checks, steps_io
 from specdsl.apply.state_writer import StateWriter, write_stack_lock
-from specdsl.hosts import Cancelled
+from specdsl.hosts import Cancelled, LocalHost
 from specdsl.plan.model import Action
 from specdsl.state import utc_now
 
@@ -245,7 +245,7 @@ class Walk:
         log = folder / "provision.log"
         t0, started = time.monotonic(), utc_now()
         try:
-            record = provision.provision(step.payload["stack"], self.env_root, step.identity, log,
+            record = provision.provision(step.payload["stack"], LocalHost(env_root=self.env_root), step.identity, log,
                                          progress=lambda m: self.hooks.progress(addr, m), stop=self.stop)
         except Cancelled:
             self.interrupted_skip(addr)
