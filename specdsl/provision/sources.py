@@ -17,6 +17,7 @@ live server).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import attrs
@@ -28,18 +29,25 @@ from specdsl.provision.pipconf import PipSources
 
 INDEX_PROBE_TIMEOUT_S = 5.0
 CHECK_TIMEOUT_S = 60.0
+DIST_SUFFIXES = (".whl", ".tar.gz", ".zip")
 
-# argv: LOCATIONS.json OUT.json TIMEOUT; writes {location: problem or null}.
+# argv: GIVEN.json OUT.json TIMEOUT. GIVEN: {"check": [location], "list":
+# [folder]}; writes {"problems": {location: problem or null}, "files":
+# {folder: [distribution file names]}}.
 _CHECK = r"""
 import json, os, sys, urllib.error, urllib.parse, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 with open(sys.argv[1]) as f:
-    locations = json.load(f)
+    given = json.load(f)
 timeout = float(sys.argv[3])
-def check(location):
+def local(location):
     parsed = urllib.parse.urlparse(location)
-    if parsed.scheme in ("", "file"):
-        path = urllib.request.url2pathname(parsed.path) if parsed.scheme == "file" else location
+    if parsed.scheme == "file":
+        return urllib.request.url2pathname(parsed.path)
+    return location if parsed.scheme == "" else None
+def check(location):
+    path = local(location)
+    if path is not None:
         return None if os.path.exists(path) else "missing"
     try:
         urllib.request.urlopen(location, timeout=timeout).close()
@@ -49,27 +57,48 @@ def check(location):
         reason = getattr(exc, "reason", None)
         return type(reason if isinstance(reason, BaseException) else exc).__name__
     return None
+def files(location):
+    path = local(location)
+    if path is None or not os.path.isdir(path):
+        return []
+    return sorted(n for n in os.listdir(path) if n.endswith(SUFFIXES) and os.path.isfile(os.path.join(path, n)))
+SUFFIXES = tuple(given["suffixes"])
+locations = given["check"]
 with ThreadPoolExecutor(max(1, min(8, len(locations)))) as pool:
     problems = dict(zip(locations, pool.map(check, locations)))
 with open(sys.argv[2], "w") as f:
-    json.dump(problems, f)
+    json.dump({"problems": problems, "files": {d: files(d) for d in given["list"]}}, f)
 """
 
 
 @attrs.frozen
 class Sources:
-    """Installer arguments naming the package sources, environment for uv,
-    and what was left out (warnings)."""
+    """Installer arguments naming the package sources (and keeping the
+    installer's cache from serving stale builds of carried distributions),
+    environment for uv, and what was left out (warnings)."""
 
     args: tuple[str, ...] = ()
     uv_env: dict[str, str] = attrs.field(factory=dict)
     warnings: tuple[str, ...] = ()
+    # distribution files in the stack's own local find-links folders
+    carried: tuple[str, ...] = ()
 
 
 def package_sources(host: Host, stack: Stack, pip_sources: PipSources, *, no_index: bool, log_path: Path) -> Sources:
     """The sources of `stack`'s install on `host`; unreachable ones left out.
 
-    pip reads its own configuration; uv gets pip's sources passed on."""
+    pip reads its own configuration; uv gets pip's sources passed on.
+
+    Carried distributions (the files in the stack's own local find-links
+    folders) may be rebuilt under their old file names, and both installers
+    cache by name: uv keeps a find-links wheel by its file name (a rebuilt
+    one is not even looked at), pip keeps the wheel it built from a local
+    sdist by its URL. So uv is told `--refresh-package NAME` for each carried
+    distribution (it re-reads those files only; everything else still comes
+    from its cache), and pip `--no-cache-dir` when the folders hold an sdist
+    (pip installs local wheels straight from the file). The host's
+    pip-configured find-links are its package mirror: like an index, they
+    are trusted to keep a name for one build."""
     env = dict(stack.env)
     find_links = list(stack.find_links) + [f for f in pip_sources.find_links if f not in stack.find_links]
     extra = [] if no_index else list(stack.index) + [u for u in pip_sources.extra_index_urls if u not in stack.index]
@@ -79,7 +108,7 @@ def package_sources(host: Host, stack: Stack, pip_sources: PipSources, *, no_ind
     if pip_sources.cert and not pip_sources.ssl_cert_file and "SSL_CERT_FILE" not in env:
         uv_env["SSL_CERT_FILE"] = pip_sources.cert
     locations = list(dict.fromkeys(find_links + extra + ([index_url] if index_url else []) + list(pip_sources.constraints)))
-    problems = check_locations(host, locations, log_path, env={**env, **uv_env})
+    problems, files = check_locations(host, locations, log_path, env={**env, **uv_env}, list_files=list(stack.find_links))
     warnings: list[str] = []
 
     def usable(location: str, kind: str) -> bool:
@@ -96,8 +125,14 @@ def package_sources(host: Host, stack: Stack, pip_sources: PipSources, *, no_ind
     for link in find_links:
         if usable(link, "find-links"):
             args += ["--find-links", link]
+    carried = tuple(sorted({name for link in stack.find_links for name in files.get(link, ())}))
+    if stack.installer == "uv":
+        for dist in sorted({distribution_name(f) for f in carried}):
+            args += ["--refresh-package", dist]
+    elif any(not f.endswith(".whl") for f in carried):
+        args.append("--no-cache-dir")
     if no_index:
-        return Sources(("--no-index", *args), uv_env, tuple(warnings))
+        return Sources(("--no-index", *args), uv_env, tuple(warnings), carried)
     reachable_extra = [u for u in extra if usable(u, "index")]
     for url in reachable_extra:
         args += ["--extra-index-url", url]
@@ -109,18 +144,31 @@ def package_sources(host: Host, stack: Stack, pip_sources: PipSources, *, no_ind
         for constraint in pip_sources.constraints:
             if problems.get(constraint) is None:  # a missing constraints file is pip's business, not a warning
                 args += ["--constraint", constraint]
-    return Sources(tuple(args), uv_env, tuple(warnings))
+    return Sources(tuple(args), uv_env, tuple(warnings), carried)
 
 
-def check_locations(host: Host, locations: list[str], log_path: Path, env: dict[str, str] | None = None) -> dict[str, str | None]:
-    """{location: None when it is there, "missing" for an absent path, or
-    why a URL does not answer}, asked on `host` in one command."""
-    if not locations:
-        return {}
+def distribution_name(filename: str) -> str:
+    """The normalized project name of a wheel or sdist file name
+    (`My_Pkg-0.1-py3-none-any.whl`, `my-pkg-0.1.tar.gz` -> `my-pkg`)."""
+    if filename.endswith(".whl"):
+        name = filename.split("-", 1)[0]
+    else:
+        stem = next(filename[: -len(s)] for s in DIST_SUFFIXES if filename.endswith(s))
+        name = stem.rsplit("-", 1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def check_locations(host: Host, locations: list[str], log_path: Path, env: dict[str, str] | None = None,
+                    list_files: list[str] = ()) -> tuple[dict[str, str | None], dict[str, list[str]]]:
+    """Asked on `host` in one command: ({location: None when it is there,
+    "missing" for an absent path, or why a URL does not answer},
+    {folder of `list_files`: its distribution file names})."""
+    if not locations and not list_files:
+        return {}, {}
     with host.temp_dir(prefix="specdsl-sources-") as tmp:
-        script, given, out = tmp / "check_sources.py", tmp / "locations.json", tmp / "problems.json"
+        script, given, out = tmp / "check_sources.py", tmp / "given.json", tmp / "sources.json"
         host.write_text(script, _CHECK)
-        host.write_text(given, json.dumps(locations))
+        host.write_text(given, json.dumps({"check": locations, "list": list(list_files), "suffixes": list(DIST_SUFFIXES)}))
         argv = [host.default_python, str(script), str(given), str(out), str(INDEX_PROBE_TIMEOUT_S)]
         try:
             result = host.run(argv, log_path=log_path, timeout=CHECK_TIMEOUT_S, env=env)
@@ -129,4 +177,5 @@ def check_locations(host: Host, locations: list[str], log_path: Path, env: dict[
         if not result.ok:
             raise ProvisionError(f"Checking package sources on host {host.name} failed", command=argv,
                                  tail=result.tail, log_path=str(log_path))
-        return json.loads(host.read_text(out))
+        found = json.loads(host.read_text(out))
+    return found["problems"], found["files"]

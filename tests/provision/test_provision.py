@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import socket
 import subprocess
 import threading
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,29 +17,7 @@ from specdsl.provision.pipconf import parse_config_list, read_pip_sources
 
 import uv
 
-
-def make_wheel(folder: Path, name: str, version: str) -> Path:
-    """A minimal pure-Python wheel (a test double of a real package), so
-    find-links tests need no registry."""
-    mod = name.replace("-", "_")
-    dist = f"{mod}-{version}.dist-info"
-    files = {
-        f"{mod}/__init__.py": f"VERSION = {version!r}\n",
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: specdsl-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for path, text in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(text.encode())}")
-    record.append(f"{dist}/RECORD,,")
-    files[f"{dist}/RECORD"] = "\n".join(record) + "\n"
-    folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{mod}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, text in files.items():
-            zf.writestr(path, text)
-    return wheel
+from wheel_helpers import make_wheel
 
 
 def test_transformers_env_records_versions(transformers_env: EnvInfo):
