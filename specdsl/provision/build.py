@@ -56,7 +56,8 @@ def provision(
     """The environment of `stack` under `host.env_root / identity`, built if needed.
 
     Reuses an existing one when its marker names the same stack and it still
-    verifies; otherwise builds it afresh (venv, install, probe, CUDA check,
+    verifies (that record carries no warnings: nothing was worked around
+    now); otherwise builds it afresh (venv, install, probe, CUDA check,
     marker). Every command and its output go to `log_path`, a path on the
     host. Raises `ProvisionError` (exact command, installer's last lines) on
     failure and `hosts.Cancelled` when `stop` is set."""
@@ -73,7 +74,7 @@ def provision(
             record, stored = found
             if _same_stack(stored, stack_json) and verify(record, host):
                 say(f"reusing environment {identity}")
-                return record
+                return _as_reused(record)
             say(f"environment {identity} no longer matches its record: rebuilding")
         host.remove_tree(folder)
         host.mkdir(folder)
@@ -93,7 +94,7 @@ def find(host: Host, identity: str) -> EnvInfo | None:
     record = found[0]
     if record.identity != identity or Path(record.path) != folder / "venv" or not verify(record, host):
         return None
-    return record
+    return _as_reused(record)
 
 
 def verify(record: EnvInfo, host: Host) -> bool:
@@ -119,6 +120,13 @@ def _stack_json(stack: Stack) -> str:
 
 def _same_stack(stored: dict, stack_json: str) -> bool:
     return json.dumps(stored, sort_keys=True, separators=(",", ":")) == stack_json
+
+
+def _as_reused(record: EnvInfo) -> EnvInfo:
+    """A record handed out for reuse carries no warnings: what its build
+    worked around (an index left out then) was reported then and stays in
+    the marker; it must not be reported again as if it happened now."""
+    return attrs.evolve(record, warnings=())
 
 
 # -- building ------------------------------------------------------------------

@@ -57,7 +57,8 @@ class EnvInfo:
     a CPU build), `nvcc` the toolkit release when the stack declares `cuda`.
     `env` are the stack's environment variables (applied to every command
     run in the environment, servers included); `warnings` what the build
-    worked around (an unreachable index left out)."""
+    worked around (an unreachable index left out): empty in a record
+    handed out for reuse, where nothing was built."""
 
     identity: str
     path: str

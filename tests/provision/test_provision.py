@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import threading
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from specdsl.hosts import Cancelled, LocalHost
 from specdsl.model.config import Stack, pairs
-from specdsl.provision import EnvInfo, ProvisionError, provision, verify
+from specdsl.provision import EnvInfo, ProvisionError, find, provision, verify
 from specdsl.provision.pipconf import parse_config_list, read_pip_sources
 
 import uv
@@ -38,7 +40,7 @@ def test_reuse_returns_the_recorded_env_quickly(transformers_stack, transformers
     started = time.monotonic()
     again = provision(transformers_stack, LocalHost(env_root=root), identity, root / f"{identity}.log", progress=messages.append)
     assert time.monotonic() - started < 10
-    assert again == transformers_env
+    assert again == attrs.evolve(transformers_env, warnings=())
     assert messages == [f"reusing environment {identity}"]
 
 
@@ -64,7 +66,7 @@ def test_stacks_differing_only_in_name_share_the_environment(tmp_path):
     first = provision(Stack(name="a", packages=("six==1.17.0",)), LocalHost(env_root=tmp_path), "same", tmp_path / "l")
     messages = []
     second = provision(Stack(name="b", packages=("six==1.17.0",)), LocalHost(env_root=tmp_path), "same", tmp_path / "l", progress=messages.append)
-    assert second == first and messages == ["reusing environment same"]
+    assert second == attrs.evolve(first, warnings=()) and messages == ["reusing environment same"]
 
 
 def test_missing_package_names_command_and_installer_output(tmp_path):
@@ -91,6 +93,24 @@ def test_unreachable_index_is_left_out_with_a_warning(tmp_path):
     assert "six" in record.packages
     assert any(dead in w and "is unreachable from host local" in w for w in record.warnings), record.warnings
     assert any("missing" in w and "does not exist on host local" in w for w in record.warnings)
+
+
+def test_warnings_of_a_build_are_not_replayed_when_the_environment_is_reused(tmp_path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}/simple"
+    host = LocalHost(env_root=tmp_path)
+    stack = Stack(name="s", index=(dead,))
+    built = provision(stack, host, "s", tmp_path / "l")
+    assert any(dead in w for w in built.warnings)
+    messages = []
+    reused = provision(stack, host, "s", tmp_path / "l", progress=messages.append)
+    assert messages == ["reusing environment s"]  # no "warning: ..." either
+    assert reused.warnings == () and reused == attrs.evolve(built, warnings=())
+    assert find(host, "s").warnings == ()
+    # the build's own record keeps them
+    marker = json.loads((tmp_path / "s" / "specdsl-env.json").read_text())
+    assert any(dead in w for w in marker["record"]["warnings"])
 
 
 def test_exclude_and_overrides(tmp_path):
