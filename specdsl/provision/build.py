@@ -9,7 +9,9 @@ its file methods, the build lock through `host.lock`. Layout under
     <identity>/specdsl-env.json    the marker: record + stack, written last
     <identity>.lock                held while building
 
-Package sources are worked out in `sources`.
+Folders are made 0700 and files 0600 (the host's `mkdir` and `write_text`,
+never around them): an environment record is its owner's only. Package
+sources are worked out in `sources`.
 
 A stack with `python = "system"` (the host's default interpreter) or an
 interpreter path gets a venv over that interpreter
