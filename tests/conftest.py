@@ -36,11 +36,12 @@ def stack_identity(stack) -> str:
 
 
 def _provision_cached(stack):
+    from specdsl.hosts import LocalHost
     from specdsl.provision import provision
 
     root = env_cache_root()
     identity = stack_identity(stack)
-    return provision(stack, root, identity, root / f"{identity}.log")
+    return provision(stack, LocalHost(env_root=root), identity, root / f"{identity}.log")
 
 
 @pytest.fixture(scope="session")

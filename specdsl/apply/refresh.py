@@ -18,6 +18,7 @@ from typing import Any
 
 import requests
 
+from specdsl import provision
 from specdsl.hosts import HostError, HostRegistry, ProcessHandle
 from specdsl.hosts.http import session
 from specdsl.plan.model import Refresh
@@ -46,13 +47,19 @@ def _decl_of(recorded_host: str, names: dict[str, Any]):
     return "unknown"
 
 
-def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] | None = None) -> Refresh:
+def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] | None = None,
+            wanted: dict[str, Any] | None = None) -> Refresh:
     """Ask each record's host what still exists. `names` maps the spec's
     host block names to their declarations (for records written by earlier
-    versions, which name the block)."""
-    if state is None:
-        return Refresh()
+    versions, which name the block). `wanted` maps the identities of the
+    environments the plan needs to their host's declaration: one that state
+    does not record but its host holds (the cache is shared by every spec)
+    counts as existing, so the plan says `=` and apply reuses it."""
     registry = registry or HostRegistry()
+    if state is None:
+        from specdsl.state import State
+
+        state = State.new()
     names = names or {}
     envs, servers, drift = set(), set(), []
 
@@ -83,4 +90,14 @@ def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] |
             servers.add(srv.identity)
         else:
             drift.append(f"server {srv.addr} was recorded running (pid {srv.pid}, {srv.base_url}), does not answer: will relaunch if needed")
+    recorded = {env.identity for env in state.environments}
+    for identity, decl in sorted((wanted or {}).items()):
+        if identity in recorded:
+            continue
+        try:
+            host = registry.get(decl)
+        except HostError:
+            continue
+        if provision.find(host, identity) is not None:
+            envs.add(identity)
     return Refresh(frozenset(envs), frozenset(servers), tuple(drift))

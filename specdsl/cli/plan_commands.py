@@ -93,7 +93,8 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
 
         cfg = loaded.resolved.config
         names = {h.name: h for h in cfg.hosts} | {e.host.name: e.host for e in cfg.experiments}
-        fresh = refresh(state, names=names)
+        wanted = {s.identity: s.payload["host"] for s in graph.steps.values() if s.kind == "provision"}
+        fresh = refresh(state, names=names, wanted=wanted)
     plan = make_plan(
         graph,
         state,

@@ -121,7 +121,7 @@ Transform = Callable[[_Work], None]
 
 
 def stack_content(stack: config.Stack) -> dict:
-    return {
+    content = {
         "python": stack.python,
         "cuda": stack.cuda,
         "packages": list(stack.packages),
@@ -132,6 +132,16 @@ def stack_content(stack: config.Stack) -> dict:
         "env": dict(stack.env),
         "installer": stack.installer,
     }
+    # What local find-links folders hold: a wheel rebuilt under its old name
+    # is a new stack. Only when there is such a folder (identities of other
+    # stacks stay as they were); each file hashed once (graph/find_links).
+    if stack.find_links:
+        from specdsl.graph.find_links import find_links_digests
+
+        digests = find_links_digests(stack.find_links)
+        if digests:
+            content["find_links_digest"] = digests
+    return content
 
 
 def server_content(server: config.Server) -> dict:

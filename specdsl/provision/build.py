@@ -1,56 +1,46 @@
 """Build, record, reuse and verify one isolated environment per stack identity.
 
-Layout under `root`:
+Everything happens on a `Host`: commands through `host.run`, files through
+its file methods, the build lock through `host.lock`. Layout under
+`host.env_root`:
 
     <identity>/venv/               the environment
     <identity>/overrides.txt       uv overrides (stack overrides + excluded deps)
     <identity>/specdsl-env.json    the marker: record + stack, written last
     <identity>.lock                held while building
 
-Package sources, in this order: the stack's `index` and `find_links`, then
-pip's configured sources on this machine (see `pipconf`), so that uv finds
-what pip would. Indexes are merged pip-style (best version over all of them:
-`--index-strategy unsafe-best-match`) so both installers resolve a stack
-alike. An index that does not answer (DNS, refused, timeout) or a find-links
-folder that does not exist is left out with a warning: an unreachable mirror
-must not break an install that can succeed without it.
+Folders are made 0700 and files 0600 (the host's `mkdir` and `write_text`,
+never around them): an environment record is its owner's only. Package
+sources are worked out in `sources`.
 
-A stack with `python = "system"` (or an interpreter path) gets a venv over
-that interpreter (`--system-site-packages`, so its preinstalled packages
-count) and installs its packages from find-links only (`--no-index`): for
-hosts without any registry.
+A stack with `python = "system"` (the host's default interpreter) or an
+interpreter path gets a venv over that interpreter
+(`--system-site-packages`, so its preinstalled packages count) and installs
+its packages from find-links only (`--no-index`): for hosts without any
+registry.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
-import shutil
-import sys
-import tempfile
 import threading
-from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
-from urllib.parse import urlparse
 
 import attrs
-import requests
 
-from specdsl.hosts.http import session
-from specdsl.hosts import HostError
-from specdsl.hosts.local import LocalHost
+from specdsl.hosts import Host, HostError
 from specdsl.model.config import Stack, canonical_json
+from specdsl.provision.envinfo import EnvInfo, ProvisionError, read_marker, write_marker
 from specdsl.provision.pipconf import PipSources, read_pip_sources
 from specdsl.provision.probe import ProbeFailed, probe
-from specdsl.provision.envinfo import EnvInfo, ProvisionError, read_marker, write_marker
+from specdsl.provision.sources import package_sources
 
 INSTALL_TIMEOUT_S = 3600.0
 VENV_TIMEOUT_S = 300.0
-INDEX_PROBE_TIMEOUT_S = 5.0
+QUERY_TIMEOUT_S = 60.0
 NEVER = "sys_platform == 'never'"  # uv drops a dependency overridden with a marker that never holds
 
 Progress = Callable[[str], None]
@@ -58,72 +48,102 @@ Progress = Callable[[str], None]
 
 def provision(
     stack: Stack,
-    root: Path,
+    host: Host,
     identity: str,
     log_path: Path,
     *,
     progress: Progress | None = None,
     stop: threading.Event | None = None,
 ) -> EnvInfo:
-    """The environment of `stack` under `root/identity`, built if needed.
+    """The environment of `stack` under `host.env_root / identity`, built if needed.
 
     Reuses an existing one when its marker names the same stack and it still
-    verifies; otherwise builds it afresh (venv, install, probe, CUDA check,
-    marker). Every command and its output go to `log_path`. Raises
-    `ProvisionError` (exact command, installer's last lines) on failure and
-    `hosts.Cancelled` when `stop` is set."""
+    verifies (that record carries no warnings: nothing was worked around
+    now); otherwise builds it afresh (venv, install, probe, CUDA check,
+    marker). Every command and its output go to `log_path`, a path on the
+    host. Raises `ProvisionError` (exact command, installer's last lines) on
+    failure and `hosts.Cancelled` when `stop` is set."""
     say = progress or (lambda _msg: None)
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
+    root = Path(host.env_root)
     folder = root / identity
-    # The name is a label: two stacks with the same content share an environment.
-    stack_json = canonical_json(attrs.evolve(stack, name=""))
-    with _locked(root / f"{identity}.lock"):
-        found = read_marker(folder)
+    log_path = Path(log_path)
+    host.mkdir(root)
+    host.mkdir(log_path.parent)
+    stack_json = _stack_json(stack)
+    with host.lock(root / f"{identity}.lock"):
+        found = read_marker(host, folder)
         if found is not None:
             record, stored = found
-            if json.dumps(stored, sort_keys=True, separators=(",", ":")) == stack_json and verify(record):
+            if _same_stack(stored, stack_json) and verify(record, host):
                 say(f"reusing environment {identity}")
-                return record
+                return _as_reused(record)
             say(f"environment {identity} no longer matches its record: rebuilding")
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        return _build(stack, folder, identity, stack_json, Path(log_path), say, stop)
+        host.remove_tree(folder)
+        host.mkdir(folder)
+        return _build(stack, host, folder, identity, stack_json, log_path, say, stop)
 
 
-def verify(record: EnvInfo) -> bool:
-    """True when the environment is still there and holds what its record
-    says: the marker names it, the interpreter runs with the recorded Python
-    version, and the installed distributions equal the recorded ones."""
+def find(host: Host, identity: str) -> EnvInfo | None:
+    """The environment recorded under `identity` on `host`, when its marker
+    is there and it verifies; else None. Takes no lock (a build in progress
+    has no marker yet) and builds nothing: refresh asks it so that a plan
+    sees an environment the cache holds although this spec's state does not
+    record it."""
+    folder = Path(host.env_root) / identity
+    found = read_marker(host, folder)
+    if found is None:
+        return None
+    record = found[0]
+    if record.identity != identity or Path(record.path) != folder / "venv" or not verify(record, host):
+        return None
+    return _as_reused(record)
+
+
+def verify(record: EnvInfo, host: Host) -> bool:
+    """True when the environment is still there on `host` and holds what its
+    record says: the marker names it, the interpreter runs with the recorded
+    Python version, and the installed distributions equal the recorded ones."""
     venv = Path(record.path)
-    found = read_marker(venv.parent)
-    if found is None or found[0].identity != record.identity or not Path(record.python).exists():
+    found = read_marker(host, venv.parent)
+    if found is None or found[0].identity != record.identity or not host.exists(Path(record.python)):
         return False
     log = venv.parent / "verify.log"
     try:
-        facts = probe(record.python, log, torch=False, env=record.env)
+        facts = probe(host, record.python, log, torch=False, env=record.env)
     except ProbeFailed:
         return False
     return facts["python_version"] == record.python_version and facts["packages"] == record.packages
 
 
+def _stack_json(stack: Stack) -> str:
+    # The name is a label: two stacks with the same content share an environment.
+    return canonical_json(attrs.evolve(stack, name=""))
+
+
+def _same_stack(stored: dict, stack_json: str) -> bool:
+    return json.dumps(stored, sort_keys=True, separators=(",", ":")) == stack_json
+
+
+def _as_reused(record: EnvInfo) -> EnvInfo:
+    """A record handed out for reuse carries no warnings: what its build
+    worked around (an index left out then) was reported then and stays in
+    the marker; it must not be reported again as if it happened now."""
+    return attrs.evolve(record, warnings=())
+
+
 # -- building ------------------------------------------------------------------
 
 
-def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvInfo:
-    host = LocalHost()
+def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: str, log_path: Path, say, stop) -> EnvInfo:
     if stack.installer not in ("uv", "pip"):
         raise ProvisionError(f"Stack {stack.name!r}: unknown installer {stack.installer!r} (use \"uv\" or \"pip\")")
-    existing = _existing_interpreter(stack)
+    existing = _existing_interpreter(stack, host)
     if existing is not None and stack.index:
         raise ProvisionError(
             f"Stack {stack.name!r} uses an existing interpreter ({stack.python}) and installs from "
             "find-links only; it cannot also name an index. Remove `index` or give a Python version."
         )
     env = {k: str(v) for k, v in stack.env}
-    warnings: list[str] = []
-    pip_sources = read_pip_sources(host=host) if stack.installer == "uv" else PipSources()
     venv = folder / "venv"
     python = str(venv / "bin" / "python")
 
@@ -143,31 +163,34 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvInfo:
             )
         return result
 
-    sources, uv_env = _sources(stack, pip_sources, no_index=existing is not None, installer=stack.installer, warnings=warnings)
-    for w in warnings:
+    pip_sources = read_pip_sources(host) if stack.installer == "uv" else PipSources()
+    sources = package_sources(host, stack, pip_sources, no_index=existing is not None, log_path=log_path)
+    for w in sources.warnings:
         say(f"warning: {w}")
     if stack.installer == "uv":
-        uv = _uv_bin()
+        uv = host.which("uv")
+        if uv is None:
+            raise ProvisionError(f"Stack {stack.name!r}: no `uv` on host {host.name}. Install uv there or use installer = \"pip\".")
         venv_argv = [uv, "venv", "--quiet", "--python", existing or stack.python]
         if existing is not None:
             venv_argv.append("--system-site-packages")
         run(venv_argv + [str(venv)], f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
         if existing is not None:
-            _inherit_site_packages(existing, python, run)
+            _inherit_site_packages(host, existing, python, run)
         overrides = list(stack.overrides) + [f"{name}; {NEVER}" for name in stack.exclude]
-        argv = [uv, "pip", "install", "--python", python, *sources]
+        argv = [uv, "pip", "install", "--python", python, *sources.args]
         if overrides:
-            (folder / "overrides.txt").write_text("\n".join(overrides) + "\n")
+            host.write_text(folder / "overrides.txt", "\n".join(overrides) + "\n")
             argv += ["--override", str(folder / "overrides.txt")]
         if stack.packages:
-            run(argv + list(stack.packages), f"installing {len(stack.packages)} packages with uv", uv_env)
+            run(argv + list(stack.packages), f"installing {len(stack.packages)} packages with uv", sources.uv_env)
     else:
-        base = _pip_base_python(stack, existing)
+        base = _pip_base_python(stack, existing, host)
         venv_argv = [base, "-m", "venv"] + (["--system-site-packages"] if existing else []) + [str(venv)]
         run(venv_argv, f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
         if existing is not None:
-            _inherit_site_packages(existing, python, run)
-        pip = [python, "-m", "pip", "install", "--disable-pip-version-check", *sources]
+            _inherit_site_packages(host, existing, python, run)
+        pip = [python, "-m", "pip", "install", "--disable-pip-version-check", *sources.args]
         if stack.packages:
             run(pip + list(stack.packages), f"installing {len(stack.packages)} packages with pip")
         # pip has no overrides: force them afterwards without their dependencies,
@@ -179,7 +202,7 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvInfo:
 
     say("recording installed versions")
     try:
-        facts = probe(python, log_path, torch=True, env=env, host=host)
+        facts = probe(host, python, log_path, torch=True, env=env)
     except ProbeFailed as exc:
         raise ProvisionError(
             f"Provisioning stack {stack.name!r} failed: the new environment's Python does not run",
@@ -191,7 +214,7 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvInfo:
             command=[python, "-c", "import torch"], tail="\n".join(facts["torch_error"].splitlines()[-30:]),
             log_path=str(log_path),
         )
-    nvcc = _check_nvcc(stack, env, host, log_path) if stack.cuda else None
+    nvcc = _check_nvcc(stack, env, host, log_path, facts.get("cuda_home")) if stack.cuda else None
     record = EnvInfo(
         identity=identity,
         path=str(venv),
@@ -203,76 +226,32 @@ def _build(stack, folder, identity, stack_json, log_path, say, stop) -> EnvInfo:
         created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         env=env,
         installer=stack.installer,
-        warnings=tuple(warnings),
+        warnings=sources.warnings,
     )
-    write_marker(folder, record, stack_json)
+    write_marker(host, folder, record, stack_json)
     say(f"environment {identity} ready")
     return record
 
 
-def _sources(stack, pip_sources: PipSources, *, no_index: bool, installer: str, warnings: list[str]):
-    """Installer arguments naming package sources, and env for uv.
-
-    pip reads its own configuration; uv gets pip's sources passed on."""
-    find_links = list(stack.find_links) + [f for f in pip_sources.find_links if f not in stack.find_links]
-    args: list[str] = []
-    uv_env: dict[str, str] = {}
-    for link in find_links:
-        if _reachable(link, warnings, "find-links"):
-            args += ["--find-links", link]
-    if no_index:
-        return ["--no-index", *args], uv_env
-    extra = list(stack.index) + [u for u in pip_sources.extra_index_urls if u not in stack.index]
-    reachable_extra = [u for u in extra if _reachable(u, warnings, "index")]
-    for url in reachable_extra:
-        args += ["--extra-index-url", url]
-    if pip_sources.index_url and _reachable(pip_sources.index_url, warnings, "index"):
-        args += ["--index-url", pip_sources.index_url]
-    if installer == "uv":
-        if reachable_extra:
-            args += ["--index-strategy", "unsafe-best-match"]
-        for constraint in pip_sources.constraints:
-            if Path(constraint).exists():
-                args += ["--constraint", constraint]
-        if pip_sources.cert and "SSL_CERT_FILE" not in os.environ:
-            uv_env["SSL_CERT_FILE"] = pip_sources.cert
-    return args, uv_env
-
-
-def _reachable(location: str, warnings: list[str], kind: str) -> bool:
-    """Whether a package source answers; a warning is added when it does not."""
-    parsed = urlparse(location)
-    if parsed.scheme in ("", "file"):
-        path = Path(parsed.path if parsed.scheme == "file" else location)
-        if path.exists():
-            return True
-        warnings.append(f"{kind} {location} does not exist on this machine: left out")
-        return False
-    try:
-        session(INDEX_PROBE_TIMEOUT_S).get(location, stream=True).close()
-        return True  # any HTTP answer, even 404 at the root, is a live server
-    except requests.RequestException as exc:
-        reason = type(exc).__name__
-        warnings.append(f"{kind} {location} is unreachable from this machine ({reason}): left out")
-        return False
-
-
-def _existing_interpreter(stack: Stack) -> str | None:
+def _existing_interpreter(stack: Stack, host: Host) -> str | None:
     """The interpreter path when the stack uses an existing one, else None."""
     if stack.python == "system":
-        return sys.executable
+        return host.default_python
     if "/" in stack.python:
-        if not (os.path.isfile(stack.python) and os.access(stack.python, os.X_OK)):
-            raise ProvisionError(f"Stack {stack.name!r}: interpreter {stack.python} does not exist or is not executable")
+        if host.which(stack.python) is None:
+            raise ProvisionError(f"Stack {stack.name!r}: interpreter {stack.python} does not exist or is not executable on host {host.name}")
         return stack.python
     return None
 
 
-_WRITE_SITE_DIRS = "import site, sys; open(sys.argv[1], 'w').write(chr(10).join(site.getsitepackages()))"
-_WRITE_PURELIB = "import sys, sysconfig; open(sys.argv[1], 'w').write(sysconfig.get_paths()['purelib'])"
+# Run with an interpreter on the host: write what is asked to argv[1].
+_WRITE_SITE_DIRS = ("import os, site, sys; open(sys.argv[1], 'w').write(chr(10).join("
+                    "os.path.realpath(d) for d in site.getsitepackages() if os.path.isdir(d)))")
+_WRITE_PURELIB = "import os, sys, sysconfig; open(sys.argv[1], 'w').write(os.path.realpath(sysconfig.get_paths()['purelib']))"
+_WRITE_VERSION = "import sys; open(sys.argv[1], 'w').write('%d.%d' % sys.version_info[:2])"
 
 
-def _inherit_site_packages(existing: str, python: str, run) -> None:
+def _inherit_site_packages(host: Host, existing: str, python: str, run) -> None:
     """Make the existing interpreter's packages visible in the new env.
 
     `--system-site-packages` reaches only the *base* interpreter's packages;
@@ -280,44 +259,57 @@ def _inherit_site_packages(existing: str, python: str, run) -> None:
     host's preinstalled torch venv, say) its packages would stay invisible.
     A `.pth` file in the new env lists the existing interpreter's site
     folders after the env's own, so what the stack installs still comes first."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out"
-        run([existing, "-c", _WRITE_SITE_DIRS, str(out)], "reading the existing interpreter's site folders", timeout=60)
-        dirs = [d for d in out.read_text().splitlines() if d and Path(d).is_dir()]
-        run([python, "-c", _WRITE_PURELIB, str(out)], "finding the environment's site folder", timeout=60)
-        purelib = Path(out.read_text().strip())
-    inherited = [d for d in dirs if Path(d).resolve() != purelib.resolve()]
+    with host.temp_dir(prefix="specdsl-site-") as tmp:
+        out = tmp / "out"
+        run([existing, "-c", _WRITE_SITE_DIRS, str(out)], "reading the existing interpreter's site folders", timeout=QUERY_TIMEOUT_S)
+        dirs = [d for d in host.read_text(out).splitlines() if d]
+        run([python, "-c", _WRITE_PURELIB, str(out)], "finding the environment's site folder", timeout=QUERY_TIMEOUT_S)
+        purelib = host.read_text(out).strip()
+    inherited = [d for d in dirs if d != purelib]
     if inherited:
-        (purelib / "specdsl-inherited.pth").write_text("\n".join(inherited) + "\n")
+        host.write_text(Path(purelib) / "specdsl-inherited.pth", "\n".join(inherited) + "\n")
 
 
-def _pip_base_python(stack: Stack, existing: str | None) -> str:
-    """An interpreter of the stack's Python version for `python -m venv`."""
+def _pip_base_python(stack: Stack, existing: str | None, host: Host) -> str:
+    """An interpreter of the stack's Python version for `python -m venv`:
+    the host's default one when it is that version, else `pythonX.Y` on its PATH."""
     if existing:
         return existing
-    if re.fullmatch(r"\d+\.\d+", stack.python) and f"{sys.version_info[0]}.{sys.version_info[1]}" == stack.python:
-        return sys.executable
-    found = shutil.which(f"python{stack.python}")
+    if re.fullmatch(r"\d+\.\d+", stack.python) and _python_version(host, host.default_python) == stack.python:
+        return host.default_python
+    found = host.which(f"python{stack.python}")
     if not found:
         raise ProvisionError(
-            f"Stack {stack.name!r}: installer \"pip\" needs a python{stack.python} on PATH; none found. "
+            f"Stack {stack.name!r}: installer \"pip\" needs a python{stack.python} on PATH on host {host.name}; none found. "
             "Install that Python or use installer = \"uv\"."
         )
     return found
 
 
-def _check_nvcc(stack: Stack, env: dict[str, str], host: LocalHost, log_path: Path) -> str:
-    """The CUDA toolkit release under CUDA_HOME; it must match `stack.cuda`."""
-    cuda_home = env.get("CUDA_HOME") or os.environ.get("CUDA_HOME") or f"/usr/local/cuda-{stack.cuda}"
+def _python_version(host: Host, python: str) -> str | None:
+    """"X.Y" of an interpreter on the host, None when it does not run."""
+    with host.temp_dir(prefix="specdsl-version-") as tmp:
+        out = tmp / "version"
+        try:
+            result = host.run([python, "-c", _WRITE_VERSION, str(out)], log_path=tmp / "version.log", timeout=QUERY_TIMEOUT_S)
+            return host.read_text(out).strip() if result.ok else None
+        except (HostError, FileNotFoundError):
+            return None
+
+
+def _check_nvcc(stack: Stack, env: dict[str, str], host: Host, log_path: Path, cuda_home: str | None) -> str:
+    """The CUDA toolkit release under CUDA_HOME (as the environment's
+    commands see it: the stack's env over the host's); it must match `stack.cuda`."""
+    cuda_home = cuda_home or f"/usr/local/cuda-{stack.cuda}"
     nvcc = Path(cuda_home) / "bin" / "nvcc"
     argv = [str(nvcc), "--version"]
-    if not nvcc.exists():
+    if not host.exists(nvcc):
         raise ProvisionError(
-            f"Stack {stack.name!r} declares cuda = {stack.cuda!r} but {nvcc} does not exist. "
+            f"Stack {stack.name!r} declares cuda = {stack.cuda!r} but {nvcc} does not exist on host {host.name}. "
             "Install the CUDA toolkit there or set CUDA_HOME in the stack's env.",
             command=argv, log_path=str(log_path),
         )
-    result = host.run(argv, log_path=log_path, timeout=60, env=env)
+    result = host.run(argv, log_path=log_path, timeout=QUERY_TIMEOUT_S, env=env)
     match = re.search(r"release (\d+\.\d+)", result.tail)
     if not result.ok or not match:
         raise ProvisionError(f"Stack {stack.name!r}: `nvcc --version` failed", command=argv, tail=result.tail, log_path=str(log_path))
@@ -330,21 +322,5 @@ def _check_nvcc(stack: Stack, env: dict[str, str], host: LocalHost, log_path: Pa
     return match[1]
 
 
-def _uv_bin() -> str:
-    import uv
-
-    return uv.find_uv_bin()
-
-
 def _strip_footer(tail: str) -> str:
     return "\n".join(line for line in tail.splitlines() if not line.startswith("[specdsl] "))
-
-
-@contextmanager
-def _locked(path: Path):
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)

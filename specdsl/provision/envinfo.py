@@ -8,11 +8,12 @@ built again. It holds the record and the canonical stack it was built from.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import attrs
+
+from specdsl.hosts import Host
 
 MARKER = "specdsl-env.json"
 FORMAT_VERSION = 1
@@ -56,7 +57,8 @@ class EnvInfo:
     a CPU build), `nvcc` the toolkit release when the stack declares `cuda`.
     `env` are the stack's environment variables (applied to every command
     run in the environment, servers included); `warnings` what the build
-    worked around (an unreachable index left out)."""
+    worked around (an unreachable index left out): empty in a record
+    handed out for reuse, where nothing was built."""
 
     identity: str
     path: str
@@ -83,21 +85,19 @@ class EnvInfo:
         return cls(**data)
 
 
-def write_marker(folder: Path, record: EnvInfo, stack_json: str) -> None:
-    """Write the marker atomically (temp file + rename)."""
+def write_marker(host: Host, folder: Path, record: EnvInfo, stack_json: str) -> None:
+    """Write the marker on the host (atomically, the owner's only)."""
     payload = {"format_version": FORMAT_VERSION, "stack": json.loads(stack_json), "record": record.to_json()}
-    tmp = folder / f".{MARKER}.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, folder / MARKER)
+    host.write_text(Path(folder) / MARKER, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 
-def read_marker(folder: Path) -> tuple[EnvInfo, dict] | None:
-    """(record, stack) from a folder's marker, None when missing or unreadable."""
+def read_marker(host: Host, folder: Path) -> tuple[EnvInfo, dict] | None:
+    """(record, stack) from a folder's marker on the host, None when missing or unreadable."""
     try:
-        payload = json.loads((folder / MARKER).read_text())
+        payload = json.loads(host.read_text(Path(folder) / MARKER))
     except (FileNotFoundError, json.JSONDecodeError, OSError):
         return None
-    if payload.get("format_version") != FORMAT_VERSION:
+    if not isinstance(payload, dict) or payload.get("format_version") != FORMAT_VERSION:
         return None
     try:
         return EnvInfo.from_json(payload["record"]), payload["stack"]

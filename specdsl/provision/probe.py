@@ -1,25 +1,26 @@
 """What is inside an environment, asked of its own interpreter.
 
 The probe runs `python specdsl_probe.py OUT.json [--torch]` in the environment and
-reads the JSON it writes (a file, not stdout: imports may print). Only the
-standard library is used inside the environment.
+reads the JSON it writes (a file, not stdout: imports may print). Script and
+output live in a temporary folder on the host. Only the standard library is
+used inside the environment.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from specdsl.hosts.local import LocalHost
+from specdsl.hosts import Host, HostError
 
 PROBE_TIMEOUT_S = 300.0
 
 PROBE = r"""
-import json, re, sys, platform
+import json, os, re, sys, platform
 from importlib import metadata
-out = {"python_version": platform.python_version(), "executable": sys.executable, "packages": {}}
+out = {"python_version": platform.python_version(), "executable": sys.executable, "packages": {},
+       "cuda_home": os.environ.get("CUDA_HOME")}
 for dist in metadata.distributions():
     name = dist.metadata["Name"]
     if name:
@@ -51,21 +52,25 @@ class ProbeFailed(Exception):
         super().__init__("probe failed")
 
 
-def probe(python: str, log_path: Path, *, torch: bool, env: dict[str, str] | None = None, host: LocalHost | None = None) -> dict[str, Any]:
-    """Run the probe with `python`; its output goes to `log_path`.
+def probe(host: Host, python: str, log_path: Path, *, torch: bool, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run the probe on `host` with `python`; its output goes to `log_path`.
 
-    Returns {"python_version", "executable", "packages", ["torch" |
-    "torch_error"]}. Raises `ProbeFailed` when the interpreter does not run."""
-    host = host or LocalHost()
-    with tempfile.TemporaryDirectory(prefix="specdsl-probe-") as tmp:
-        out = Path(tmp) / "probe.json"
-        script = Path(tmp) / "specdsl_probe.py"
-        script.write_text(PROBE)
+    Returns {"python_version", "executable", "packages", "cuda_home" (the
+    CUDA_HOME the environment's commands see, or None), ["torch" |
+    "torch_error"]}. Raises `ProbeFailed` when the interpreter does not run
+    (and `hosts.Cancelled` passes through)."""
+    with host.temp_dir(prefix="specdsl-probe-") as tmp:
+        out = tmp / "probe.json"
+        script = tmp / "specdsl_probe.py"
+        host.write_text(script, PROBE)
         argv = [python, str(script), str(out)] + (["--torch"] if torch else [])
         try:
             result = host.run(argv, log_path=log_path, timeout=PROBE_TIMEOUT_S, env=env)
-        except Exception as exc:  # HostError: the interpreter is gone
+        except HostError as exc:  # the interpreter is gone
             raise ProbeFailed(argv, str(exc)) from exc
-        if not result.ok or not out.exists():
+        if not result.ok:
             raise ProbeFailed(argv, result.tail)
-        return json.loads(out.read_text())
+        try:
+            return json.loads(host.read_text(out))
+        except (FileNotFoundError, json.JSONDecodeError):
+            raise ProbeFailed(argv, result.tail) from None

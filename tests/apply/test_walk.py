@@ -76,7 +76,8 @@ def apply_spec(folder: Path, text: str, env_root: Path, **kw):
     state_dir = folder / ".specdsl"
     state = load_state(state_dir)
     registry = HostRegistry(env_root=env_root)
-    fresh = refresh(state, registry, {h.name: h for h in cfg.hosts})
+    wanted = {st.identity: st.payload["host"] for st in graph.steps.values() if st.kind == "provision"}
+    fresh = refresh(state, registry, {h.name: h for h in cfg.hosts}, wanted)
     plan = make_plan(graph, state, fresh, spec=str(spec), spec_digest="d")
     with locked(state_dir, "apply") as lock:
         result = apply_plan(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=folder, registry=registry, **kw)
@@ -221,3 +222,52 @@ experiment "e" {
     assert not state.servers
     assert len(lives(life)) == 1  # the server was stopped
     assert not [p for p in os.popen("ps -eo args").read().splitlines() if str(life) in p]
+
+
+def test_plan_sees_an_environment_the_cache_holds_although_state_does_not(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    text = COMMON + server("s", 9, life) + workload(runs=1) + '''
+experiment "e" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+'''
+    first_dir, second_dir = tmp_path / "one", tmp_path / "two"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    apply_spec(first_dir, text, env_root)
+    plan, result, _ = apply_spec(second_dir, text, env_root)  # a new state folder, the same environment cache
+    change = plan.change("provision.sys")
+    assert (change.action.word, change.reason) == ("reuse", "environment exists")
+    assert outcome(result, "provision.sys").status is Status.REUSED
+
+
+def test_more_runs_accumulate_and_a_longer_timeout_reruns_nothing(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    spec = COMMON + server("s", 11, life) + workload(runs=2) + '''
+experiment "e" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+'''
+    _, first, state = apply_spec(tmp_path, spec, env_root)
+    assert first.exit_code() == 0, failures(first)
+    assert state.result(state.runs_of("benchmark.e")[-1].identity).runs == 2
+    # a longer timeout changes nothing measured: reused
+    plan, again, _ = apply_spec(tmp_path, spec.replace("timeout = 60s", "timeout = 90s"), env_root)
+    assert plan.change("benchmark.e").action.word == "reuse" and again.launches == 0
+    # two more runs wanted: only those two are made, the result holds four
+    plan, more, state = apply_spec(tmp_path, spec.replace("runs = 2", "runs = 4"), env_root)
+    assert plan.change("benchmark.e").reason == "2 more runs needed (2 recorded, 4 wanted)"
+    assert more.exit_code() == 0, failures(more)
+    result = state.result(state.runs_of("benchmark.e")[-1].identity)
+    assert result.runs == 4
+    logs = sorted(p.name for p in (tmp_path / ".specdsl" / result.folder).glob("command-run-*.log"))
+    assert logs == ["command-run-0.log", "command-run-1.log"]  # this apply made two runs
+    import json
+    doc = json.loads((tmp_path / ".specdsl" / result.folder / "result.json").read_text())
+    assert [r["index"] for r in doc["runs"]] == [0, 1, 2, 3]

@@ -1,11 +1,18 @@
 """benchmark: the workload against the server of its launch, its results
-and the server's effective configuration recorded."""
+and the server's effective configuration recorded.
+
+Runs accumulate: when the recorded result of this identity holds fewer
+runs than the workload wants (runs are not part of the identity), only the
+missing runs are made and the result holds the old runs and the new ones
+(`--rerun` starts afresh)."""
 
 from __future__ import annotations
 
 import json
 import statistics
 from pathlib import Path
+
+import attrs
 
 from specdsl import bench, servers
 from specdsl.apply.context import StepContext, StepFailed
@@ -29,7 +36,8 @@ class Benchmark:
         host = walk.host_of(walk.graph.steps[launch])
         folder = ctx.new_run()
         server = localize(exp.server, walk.spec_dir)
-        workload = exp.workload
+        prior = [] if walk.plan.rerun else prior_runs(ctx, exp.workload.runs)
+        workload = attrs.evolve(exp.workload, runs=exp.workload.runs - len(prior)) if prior else exp.workload
         try:
             if workload.command:
                 result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
@@ -41,6 +49,9 @@ class Benchmark:
                                              progress=ctx.progress, stop=ctx.stop)
         except bench.BenchError as exc:
             raise StepFailed(f"{exc} (server log: {handle.log_path})", str(folder)) from None
+        if prior:
+            result = bench.BenchResult(runs=tuple(prior) + tuple(attrs.evolve(r, index=len(prior) + i) for i, r in enumerate(result.runs)))
+            (folder / "result.json").write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
         try:
             effective, warnings = servers.effective_config(server, handle, host)
         except Exception as exc:  # an unreadable report must not lose the benchmark's results
@@ -49,10 +60,26 @@ class Benchmark:
         for w in warnings:
             walk.result.warn(f"{exp.server.name}: {w}")
         metrics = medians(result)
-        run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics, effective=effective)
+        run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
+                                                 effective=effective), runs=len(result.runs))
         ctx.writer.step_done(step, run)
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
         return completed(ctx, summary, str(folder))
+
+
+def prior_runs(ctx: StepContext, wanted: int) -> list:
+    """The runs recorded for this identity when there are fewer than
+    `wanted` and their folder still holds them; else [] (measure afresh)."""
+    state = ctx.writer.state
+    run = state.result(ctx.step.identity)
+    if run is None or run.runs is None or run.runs >= wanted:
+        return []
+    try:
+        doc = json.loads((ctx.writer.state_dir / run.folder / "result.json").read_text())
+    except (OSError, ValueError):
+        return []
+    runs = bench.BenchResult.from_json(doc).runs
+    return list(runs) if len(runs) == run.runs else []
 
 
 def medians(result: bench.BenchResult) -> dict[str, float]:

@@ -21,7 +21,7 @@ class Provision:
         folder = ctx.new_run()
         log = host.run_folder(folder) / "provision.log"
         try:
-            info = envs.provision(step.payload["stack"], host.env_root, step.identity, log, progress=ctx.progress, stop=ctx.stop)
+            info = envs.provision(step.payload["stack"], host, step.identity, log, progress=ctx.progress, stop=ctx.stop)
         except envs.ProvisionError as exc:
             host.collect(host.run_folder(folder), folder)
             raise StepFailed(str(exc), str(folder / "provision.log")) from None
