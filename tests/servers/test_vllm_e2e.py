@@ -37,5 +37,5 @@ def test_vllm_cpu_launch_effective_config_teardown(vllm_cpu_env, tiny_model, hf_
         assert config["architecture"] == "LlamaForCausalLM"
         assert config["enforce_eager"] is True
     finally:
-        teardown(handle, grace_s=15)
+        teardown(handle, HOST, grace_s=15)
     assert LocalHost().group_pids(handle.pgid) == []  # engine core and workers too
