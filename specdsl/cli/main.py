@@ -18,7 +18,7 @@ EXIT_OK, EXIT_ERROR = 0, 1
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 1, as DESIGN.md says
+    def error(self, message: str) -> None:  # usage errors exit 1, like every other user mistake
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
 

@@ -4,7 +4,7 @@ Pure renderers (`state_list`, `state_show`) work on a State; the `cmd_*`
 functions take the parsed argument values, do the I/O and return
 `(exit code, text)`: exit 0 with text for stdout, or non-zero with an error
 message for stderr (1: a user mistake or a bad state folder, 6: a conflict,
-as in DESIGN.md). Nothing here prints.
+the CLI's exit codes). Nothing here prints.
 
 Addresses: `environment.<identity>`, `server.<launch addr>` (e.g.
 `server.launch.kimi`; `server.<identity>` when two servers share an addr),
