@@ -18,7 +18,7 @@ from specdsl.state import commands as state_commands
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("plan", help="show what apply would do, against recorded state")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the spec to plan")
     p.add_argument("-o", "--out", metavar="PLANFILE", help="save the plan (TOML) for `specdsl apply PLANFILE`")
     p.add_argument("--json", action="store_true", help="machine-readable plan on stdout (schema: docs/plan.md)")
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 0 no changes, 2 changes, 1 error")
@@ -27,13 +27,13 @@ def add_parsers(sub) -> None:
     p.set_defaults(handler=cmd_plan)
 
     p = sub.add_parser("show", help="print a saved plan")
-    p.add_argument("planfile", metavar="PLANFILE")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("planfile", metavar="PLANFILE", help="a plan saved with `specdsl plan FILE -o PLANFILE`")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON (schema: docs/plan.md)")
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("graph", help="print the step graph as DOT")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--no-refresh", action="store_true")
+    p.add_argument("file", metavar="FILE", help="the spec whose steps to draw")
+    p.add_argument("--no-refresh", action="store_true", help="label the steps from recorded state alone; contact no host")
     add_common(p, target=False)
     p.set_defaults(handler=cmd_graph)
 
@@ -44,13 +44,13 @@ def add_parsers(sub) -> None:
     q.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
     q.set_defaults(handler=cmd_state_list)
     q = ssub.add_parser("show", help="one resource")
-    q.add_argument("addr", metavar="ADDR")
-    q.add_argument("--state", metavar="DIR", default=".specdsl")
+    q.add_argument("addr", metavar="ADDR", help="an address that `specdsl state list` prints")
+    q.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
     q.set_defaults(handler=cmd_state_show)
 
     p = sub.add_parser("force-unlock", help="remove a state lock left by a process on another host")
-    p.add_argument("lock_id", metavar="ID")
-    p.add_argument("--state", metavar="DIR", default=".specdsl")
+    p.add_argument("lock_id", metavar="ID", help="the lock id that the lock error names")
+    p.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
     p.set_defaults(handler=cmd_force_unlock)
 
 
