@@ -45,7 +45,7 @@ def test_stale_hint_names_the_plan_file_and_the_options_it_was_made_with(tmp_pat
             "-o", "plans/p.plan.toml"]
     assert main(made) == 0
     old = read_plan(tmp_path / "plans/p.plan.toml")
-    (tmp_path / "x.spec").write_text(SPEC.replace("default = 2", "default = 5"))  # n is set by -var: still a change of the spec
+    (tmp_path / "x.spec").write_text(SPEC.replace("requests = var.n", "requests = var.n * 2"))
     capsys.readouterr()
 
     assert main(["apply", "plans/p.plan.toml", "--state", "st"]) == 6
