@@ -8,6 +8,7 @@ from pathlib import Path
 from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec
 from specdsl.cli.lang_commands import add_var_args
 from specdsl.graph.build import build_graph
+from specdsl.names import natural_key, natural_sorted
 from specdsl.plan.diff import make_plan
 from specdsl.plan.model import Refresh
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
@@ -81,7 +82,7 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
     if unknown:
         from specdsl.diag import did_you_mean
 
-        groups = sorted({e.group for e in experiments})
+        groups = natural_sorted({e.group for e in experiments})
         for target in unknown:
             hint = did_you_mean(target, known) or "experiments: " + ", ".join(groups)
             error(f"--target {target}: no experiment of that name in {loaded.spec}; {hint}")
@@ -176,7 +177,7 @@ def to_dot(graph, plan) -> str:
         label = f"{change.action.value} {change.addr}"
         style = ', style=dashed' if change.action.value == "=" else ""
         lines.append(f'  "{change.addr}" [label="{_dot_escape(label)}"{style}];')
-    for a, b in sorted(graph.dag.edges()):
+    for a, b in sorted(graph.dag.edges(), key=lambda edge: (natural_key(edge[0]), natural_key(edge[1]))):
         kind = "dotted" if a in graph.steps[b].after and a not in graph.steps[b].deps else "solid"
         lines.append(f'  "{a}" -> "{b}"' + (" [style=dotted];" if kind == "dotted" else ";"))
     lines.append("}")

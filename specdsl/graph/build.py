@@ -8,7 +8,7 @@
     check       one per assertion (reads the benchmark, and the baseline's)
     promote     one per promoting experiment (needs every check)
     teardown    one per launch not kept running
-    users       each step lists the experiment cells it serves
+    users       each step lists the experiment cells it serves (numbers by value)
     edges       adjacency from deps and ordering edges
     acyclic     a cycle becomes a diagnostic
 
@@ -25,6 +25,7 @@ import attrs
 from specdsl.diag import Diagnostic
 from specdsl.graph.steps import KIND_ORDER, Step, canonical_text, digest, step_digest
 from specdsl.model import config
+from specdsl.names import natural_sorted
 
 
 @attrs.define
@@ -44,6 +45,7 @@ class Graph:
     pred: dict[str, tuple[str, ...]] = attrs.Factory(dict)
     _dag: Any = attrs.field(default=None, init=False, repr=False, eq=False)
     _order: Any = attrs.field(default=None, init=False, repr=False, eq=False)
+    _rank: Any = attrs.field(default=None, init=False, repr=False, eq=False)
 
     @property
     def dag(self):
@@ -58,15 +60,23 @@ class Graph:
         return self._dag
 
     def order(self) -> list[str]:
-        """Deterministic topological order: by kind, then address (the
-        lexicographically smallest order under that key). Raises ValueError
-        on a cycle; `build_graph` reports one as a diagnostic first."""
+        """Deterministic topological order: by kind, then address with its
+        numbers by value (`natural_key`: `grid[c=4]` before `grid[c=16]`),
+        the smallest order under that key. Raises ValueError on a cycle;
+        `build_graph` reports one as a diagnostic first."""
         if self._order is None:
             order = _topological(self)
             if len(order) != len(self.steps):
                 raise ValueError("the step graph has a cycle")
             self._order = order
         return list(self._order)
+
+    def rank(self) -> dict[str, int]:
+        """address -> its place among all addresses sorted by `natural_key`
+        (numbers by value): a cheap sort key, computed once."""
+        if self._rank is None or len(self._rank) != len(self.steps):
+            self._rank = {a: i for i, a in enumerate(natural_sorted(self.steps))}
+        return self._rank
 
     def downstream(self, addr: str) -> set[str]:
         """Every step that (transitively) comes after `addr`."""
@@ -80,16 +90,17 @@ class Graph:
 def _topological(graph: Graph) -> list[str]:
     steps = graph.steps
     indegree = {a: len(graph.pred.get(a, ())) for a in steps}
-    heap = [(KIND_ORDER[steps[a].kind], a) for a, n in indegree.items() if n == 0]
+    rank = graph.rank()
+    heap = [(KIND_ORDER[steps[a].kind], rank[a], a) for a, n in indegree.items() if n == 0]
     heapq.heapify(heap)
     out = []
     while heap:
-        _, addr = heapq.heappop(heap)
+        _, _, addr = heapq.heappop(heap)
         out.append(addr)
         for nxt in graph.succ.get(addr, ()):
             indegree[nxt] -= 1
             if indegree[nxt] == 0:
-                heapq.heappush(heap, (KIND_ORDER[steps[nxt].kind], nxt))
+                heapq.heappush(heap, (KIND_ORDER[steps[nxt].kind], rank[nxt], nxt))
     return out
 
 
@@ -263,7 +274,7 @@ def baseline_order(work: _Work) -> None:
             continue
         addr = _cells(work)[exp.name]["benchmark"]
         step = work.graph.steps[addr]
-        work.graph.steps[addr] = attrs.evolve(step, after=tuple(sorted(set(step.after) | {base})))
+        work.graph.steps[addr] = attrs.evolve(step, after=tuple(natural_sorted(set(step.after) | {base})))
 
 
 def _canonical_once(work: _Work, kind: str, obj: Any, make: Callable[[], Any]) -> tuple[Any, str]:
@@ -329,15 +340,15 @@ def teardown(work: _Work) -> None:
             continue
         content = {"launch": lau.identity}
         addr = "teardown." + launch_addr.split(".", 1)[1]
-        _add(work, Step(addr, "teardown", digest(["teardown", content]), content, (launch_addr,), after=tuple(sorted(set(benches))),
+        _add(work, Step(addr, "teardown", digest(["teardown", content]), content, (launch_addr,), after=tuple(natural_sorted(set(benches))),
                         host=lau.host, experiments=tuple(work.users[launch_addr]), payload={"launch": launch_addr}))
 
 
 def users(work: _Work) -> None:
-    """Each step lists the experiment cells it serves, sorted."""
+    """Each step lists the experiment cells it serves, sorted (numbers by value)."""
     steps = work.graph.steps
     for addr, names in work.users.items():
-        experiments = tuple(sorted(names))
+        experiments = tuple(natural_sorted(names))
         if steps[addr].experiments != experiments:
             steps[addr] = attrs.evolve(steps[addr], experiments=experiments)
 
@@ -349,8 +360,9 @@ def edges(work: _Work) -> None:
         for dep in step.deps + step.after:
             succ.setdefault(dep, set()).add(addr)
             pred[addr].add(dep)
-    work.graph.succ = {a: tuple(sorted(s)) for a, s in succ.items()}
-    work.graph.pred = {a: tuple(sorted(p)) for a, p in pred.items()}
+    rank = work.graph.rank().__getitem__
+    work.graph.succ = {a: tuple(sorted(s, key=rank)) for a, s in succ.items()}
+    work.graph.pred = {a: tuple(sorted(p, key=rank)) for a, p in pred.items()}
 
 
 def acyclic(work: _Work) -> None:
@@ -367,7 +379,7 @@ def acyclic(work: _Work) -> None:
 def _find_cycle(graph: Graph) -> list[str]:
     """One cycle, found deterministically (first by address)."""
     state: dict[str, int] = {}  # 1 on the current path, 2 done
-    for root in sorted(graph.steps):
+    for root in natural_sorted(graph.steps):
         if root in state:
             continue
         path: list[str] = []

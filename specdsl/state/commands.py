@@ -19,6 +19,7 @@ from typing import Any
 import tomli_w
 
 from specdsl.diag import did_you_mean
+from specdsl.names import natural_sorted
 from specdsl.state.codec import encode_record
 from specdsl.state.errors import StateError
 from specdsl.state.lock import force_unlock
@@ -31,19 +32,24 @@ class UnknownAddress(ValueError):
 
 
 def _resources(state: State) -> dict[str, tuple[str, Any]]:
-    """address -> (kind, record), in listing order."""
+    """address -> (kind, record), in listing order: environments, servers,
+    runs (in the order they ran), baselines, steps; within each kind by
+    address, numbers by value (`grid[c=4]` before `grid[c=16]`)."""
+    def by_address(items: dict[str, tuple[str, Any]]) -> dict[str, tuple[str, Any]]:
+        return {addr: items[addr] for addr in natural_sorted(items)}
+
     out: dict[str, tuple[str, Any]] = {}
-    for env in state.environments:
-        out[f"environment.{env.identity}"] = ("environment", env)
+    out |= by_address({f"environment.{env.identity}": ("environment", env) for env in state.environments})
+    servers = {}
     for server in state.servers:
         shared = len(state.servers_at(server.addr)) > 1
-        out[f"server.{server.identity if shared else server.addr}"] = ("server", server)
+        servers[f"server.{server.identity if shared else server.addr}"] = ("server", server)
+    out |= by_address(servers)
     for run in state.runs:
         out[f"run.{run.id}"] = ("run", run)
-    for baseline in state.baselines:
-        out[f"baseline.{baseline.track}"] = ("baseline", baseline)
-    for step in state.steps:  # the plan's addresses: `state show launch.kimi`
-        out[step.addr] = ("step", step)
+    out |= by_address({f"baseline.{b.track}": ("baseline", b) for b in state.baselines})
+    # the plan's addresses: `state show launch.kimi`
+    out |= by_address({step.addr: ("step", step) for step in state.steps})
     return out
 
 
