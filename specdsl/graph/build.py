@@ -3,6 +3,8 @@
     preflight   one per host
     provision   one per (host, stack content)
     launch      one per (provision, server content)
+    names       a shared step that is not the first under its name is named
+                after the cells it serves (`launch.qwen/sweep[backend=fa3]`)
     benchmark   one per experiment cell (launch + workload)
     baseline    ordering edge: a baseline's benchmark runs before its candidate's
     check       one per assertion (reads the benchmark, and the baseline's)
@@ -25,6 +27,7 @@ import attrs
 from specdsl.diag import Diagnostic
 from specdsl.graph.steps import KIND_ORDER, Step, canonical_text, digest, step_digest
 from specdsl.model import config
+from specdsl.model.printer import number_text
 from specdsl.names import natural_sorted
 
 
@@ -121,6 +124,9 @@ class _Work:
     graph: Graph
     # identity -> address, per kind, to share steps and name them
     seen: dict[tuple[str, str], str] = attrs.Factory(dict)
+    # provisional address -> (kind, base name) of each step that is not the
+    # first under its name: `shared_names` renames them once their users are known
+    qualified: dict[str, tuple[str, str]] = attrs.Factory(dict)
     # address -> the experiment cells it serves (sorted onto the steps at the end)
     users: dict[str, set[str]] = attrs.Factory(dict)
     # (kind, upstream identity, config object) -> (content, identity): cells
@@ -173,9 +179,9 @@ def _jsonable(v):
 
 
 def _name(work: _Work, kind: str, base: str, identity: str, user: str) -> str:
-    """`kind.base` for the first identity under that name; later ones get
-    `/user` (the experiment that uses them) so addresses stay readable and
-    stable when contents change."""
+    """`kind.base` for the first identity under that name, so addresses stay
+    readable and stable when contents change; a later one gets `/user` (the
+    first cell that uses it) for now, and its final name from `shared_names`."""
     key = (kind, identity)
     if key in work.seen:
         return work.seen[key]
@@ -186,6 +192,7 @@ def _name(work: _Work, kind: str, base: str, identity: str, user: str) -> str:
         while addr in work.graph.steps:
             addr = f"{kind}.{base}/{user}#{n}"
             n += 1
+        work.qualified[addr] = (kind, base)
     work.seen[key] = addr
     return addr
 
@@ -251,6 +258,72 @@ def launch(work: _Work) -> None:
         _add(work, Step(addr, "launch", identity, content, (prov.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"server": exp.server, "host": exp.host, "stack": exp.stack}))
         _cells(work)[exp.name]["launch"] = addr
+
+
+def shared_names(work: _Work) -> None:
+    """Name each shared step that `_name` qualified after what it serves,
+    now that all its cells are known: `kind.base/WHAT`, where WHAT is the
+    first experiment (in declaration order) among its cells: its name when
+    the step serves every cell of it (`launch.qwen/sweep`), the cell's name
+    when it serves one (`launch.qwen/sweep[backend=fa3,concurrency=1]`),
+    else the matrix values its cells share (`launch.qwen/sweep[backend=fa3]`).
+    Every reference to the step (deps, the cells' steps) follows."""
+    if not work.qualified:
+        return
+    cells = {exp.name: exp for exp in work.cfg.experiments}
+    place = {name: i for i, name in enumerate(cells)}
+    group_size: dict[str, int] = {}
+    for exp in work.cfg.experiments:
+        group_size[exp.group] = group_size.get(exp.group, 0) + 1
+    taken = {a for a in work.graph.steps if a not in work.qualified}
+    renames: dict[str, str] = {}
+    for old, (kind, base) in work.qualified.items():
+        served = [cells[name] for name in sorted(work.users[old], key=place.__getitem__)]
+        addr = wanted = f"{kind}.{base}/{_serving(served, group_size)}"
+        n = 2
+        while addr in taken:
+            addr = f"{wanted}#{n}"
+            n += 1
+        taken.add(addr)
+        renames[old] = addr
+    work.qualified = {}
+    graph = work.graph
+    graph.steps = {  # in the same order, renamed and pointing at the new names
+        renames.get(a, a): attrs.evolve(s, addr=renames.get(a, a), deps=tuple(renames.get(d, d) for d in s.deps))
+        if a in renames or any(d in renames for d in s.deps) else s
+        for a, s in graph.steps.items()
+    }
+    work.users = {renames.get(a, a): u for a, u in work.users.items()}
+    work.seen = {key: renames.get(a, a) for key, a in work.seen.items()}
+    for by_kind in graph.by_experiment.values():
+        for kind in ("preflight", "provision", "launch"):
+            if kind in by_kind:
+                by_kind[kind] = renames.get(by_kind[kind], by_kind[kind])
+
+
+def _serving(served: list[config.Experiment], group_size: dict[str, int]) -> str:
+    """What a shared step serves, as a name (see `shared_names`); `served` is in
+    declaration order."""
+    group = served[0].group
+    mine = [exp for exp in served if exp.group == group]
+    if len(mine) == group_size[group]:
+        return group
+    if len(mine) == 1:
+        return mine[0].name
+    rest = [{k: (type(v), v) for k, v in exp.matrix} for exp in mine[1:]]
+    common = [(k, v) for k, v in mine[0].matrix if all(values.get(k) == (type(v), v) for values in rest)]
+    if not common:
+        return group
+    return group + "[" + ",".join(f"{k}={_value_text(v)}" for k, v in common) + "]"
+
+
+def _value_text(value) -> str:
+    """A matrix value as a cell name writes it (the resolver's `cell_name`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return number_text(value)
+    return str(value)
 
 
 def benchmark(work: _Work) -> None:
@@ -406,6 +479,7 @@ TRANSFORMS: tuple[tuple[str, Transform], ...] = (
     ("preflight", preflight),
     ("provision", provision),
     ("launch", launch),
+    ("names", shared_names),
     ("benchmark", benchmark),
     ("baseline", baseline_order),
     ("check", check),
