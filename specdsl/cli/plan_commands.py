@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
@@ -42,17 +43,24 @@ def add_parsers(sub) -> None:
     ssub = p.add_subparsers(dest="state_command", metavar="SUBCOMMAND", parser_class=type(p))
     ssub.required = True
     q = ssub.add_parser("list", help="one address per line")
-    q.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
+    _add_state_location(q)
     q.set_defaults(handler=cmd_state_list)
     q = ssub.add_parser("show", help="one resource")
     q.add_argument("addr", metavar="ADDR", help="an address that `specdsl state list` prints")
-    q.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
+    _add_state_location(q)
     q.set_defaults(handler=cmd_state_show)
 
     p = sub.add_parser("force-unlock", help="remove a state lock left by a process on another host")
     p.add_argument("lock_id", metavar="ID", help="the lock id that the lock error names")
-    p.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
+    _add_state_location(p)
     p.set_defaults(handler=cmd_force_unlock)
+
+
+def _add_state_location(p) -> None:
+    """FILE and --state of the state commands: the state is found as plan
+    and apply find it (`specdsl.state.commands.locate_state`)."""
+    p.add_argument("file", metavar="FILE", nargs="?", help="the spec whose state to read: the .specdsl folder beside it")
+    p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside FILE; without FILE, ./.specdsl)")
 
 
 def add_common(p, target: bool = True) -> None:
@@ -188,16 +196,42 @@ def _dot_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _located(args, *words: str, need_state: bool = True) -> Path | int:
+    """The state folder the state command `specdsl WORDS...` reads, or the
+    exit code when there is none (reported)."""
+    usage = shlex.join(["specdsl", *words])
+    try:
+        return state_commands.locate_state(Path(args.file) if args.file else None, Path(args.state) if args.state else None,
+                                           usage, need_state=need_state)
+    except StateError as exc:
+        return _state_error(exc)
+
+
+def _pointing(args) -> list[str]:
+    """The FILE or --state the user gave, to repeat in a suggested command."""
+    return [f"--state={args.state}"] if args.state else [args.file] if args.file else []
+
+
 def cmd_state_list(args) -> int:
-    return _emit(*state_commands.cmd_state_list(Path(args.state)))
+    state_dir = _located(args, "state", "list")
+    if isinstance(state_dir, int):
+        return state_dir
+    return _emit(*state_commands.cmd_state_list(state_dir))
 
 
 def cmd_state_show(args) -> int:
-    return _emit(*state_commands.cmd_state_show(Path(args.state), args.addr))
+    state_dir = _located(args, "state", "show", args.addr)
+    if isinstance(state_dir, int):
+        return state_dir
+    listing = shlex.join(["specdsl", "state", "list", *_pointing(args)])
+    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing))
 
 
 def cmd_force_unlock(args) -> int:
-    return _emit(*state_commands.cmd_force_unlock(Path(args.state), args.lock_id))
+    state_dir = _located(args, "force-unlock", args.lock_id, need_state=False)
+    if isinstance(state_dir, int):
+        return state_dir
+    return _emit(*state_commands.cmd_force_unlock(state_dir, args.lock_id))
 
 
 def _emit(code: int, text: str) -> int:
