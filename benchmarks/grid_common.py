@@ -1,6 +1,7 @@
 """The blocks the 1,000-cell benchmark specs share (bench_language.py and
-bench_plan.py): DESIGN.md's host, stack, server and workload, and a baseline
-experiment. Each script adds its own matrix experiment after these."""
+bench_plan.py): the host, stack, server and workload of
+examples/kimi-k25/upgrade.spec, and a baseline experiment. Each script adds
+its own matrix experiment after these."""
 
 COMMON = """variable "model" { default = "moonshotai/Kimi-K2.5" }
 

@@ -69,7 +69,13 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
     if saved is not None:
         stale = _stale(saved, loaded, state)
         if stale:
-            error(f"stale plan: {stale}; make a new plan with `specdsl plan {saved.spec} -o {args.file}`")
+            import shlex
+
+            # the plan command that made `saved`, so the new plan is made the same way
+            again = ["specdsl", "plan", saved.spec, *(f"-var={k}={v}" for k, v in saved.variables)]
+            again += [f"--target={t}" for t in saved.targets] + (["--rerun"] if saved.rerun else [])
+            again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
+            error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
             return EXIT_CONFLICT
         graph = build_graph(loaded.resolved.config)
         plan = saved

@@ -12,10 +12,29 @@ import attrs
 
 from specdsl.cli.lang_commands import parse_vars
 from specdsl.cli.views import print_diags
+from specdsl.model.config import Config, Experiment
 from specdsl.resolve.resolver import Resolved, resolve_file
 
 # apply's other codes (3 check failed, 4 inconclusive, 5 step failed) come from the walk's result
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_CONFLICT = 0, 1, 2, 6
+
+
+def _config_object(obj) -> dict:
+    """A config object as `config.canonical` writes it (its kind and the
+    fields that are meaning, spans left out), for the encoder below."""
+    if not attrs.has(type(obj)):
+        raise TypeError(f"{type(obj).__name__} is not a config value")
+    out = {"__kind__": type(obj).__name__}
+    for field in attrs.fields(type(obj)):
+        if field.eq is not False:
+            out[field.name] = getattr(obj, field.name)
+    return out
+
+
+# The bytes of `config.canonical_json`, encoded in one pass by json's C
+# encoder (config objects through `default`), and made once: json.dumps with
+# options builds a new encoder per call, and a digest encodes thousands of values.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=_config_object)
 
 
 @attrs.frozen
@@ -23,7 +42,7 @@ class Loaded:
     spec: str
     resolved: Resolved
     variables: dict
-    digest: str  # spec files + variable files + -var values
+    digest: str  # what the spec means (`spec_digest`): a saved plan is stale when it differs
 
 
 def load_spec(args) -> Loaded | None:
@@ -37,9 +56,32 @@ def load_spec(args) -> Loaded | None:
     print_diags(resolved.diags, resolved.sources.texts)
     if not resolved.ok:
         return None
-    h = hashlib.sha256(resolved.sources.digest().encode())
-    h.update(json.dumps(sorted(variables.items())).encode())
-    return Loaded(args.file, resolved, variables, h.hexdigest())
+    return Loaded(args.file, resolved, variables, spec_digest(resolved.config, variables))
+
+
+def spec_digest(cfg: Config, variables: dict[str, str]) -> str:
+    """SHA-256 hex of what a spec means, not how it is written: the resolved
+    configuration (every experiment cell with its host, stack, server,
+    workload, assertions, baseline and track; the named blocks; the value of
+    every variable, from defaults, variable files and -var) and the -var
+    values given. Comments and layout do not change it; any change of a
+    value does, in the spec or in a file it imports. A saved plan records
+    it; `apply PLANFILE` refuses the plan when the spec's is another now."""
+    texts: dict[int, str] = {}  # id -> canonical JSON: matrix cells share most of their objects
+
+    def text(value) -> str:
+        hit = texts.get(id(value))
+        if hit is None:
+            hit = texts[id(value)] = _ENCODER.encode(value)
+        return hit
+
+    cell_fields = [f.name for f in attrs.fields(Experiment) if f.eq]  # spans (where it is written) are not meaning
+    parts = [f"{f.name}={text(getattr(cfg, f.name))}" for f in attrs.fields(Config) if f.name != "experiments"]
+    for exp in cfg.experiments:
+        parts.append("experiment")
+        parts += [f"{name}={text(getattr(exp, name))}" for name in cell_fields]
+    parts.append(f"vars={json.dumps(sorted(variables.items()))}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
 def error(message: str) -> None:

@@ -32,13 +32,13 @@ def parse_vars(items: list[str]) -> tuple[dict[str, str], list[str]]:
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("validate", help="check spec files; exit 0 valid, 1 invalid")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="spec files to check")
     p.add_argument("--json", action="store_true", help="print diagnostics as JSON on stdout")
     add_var_args(p)
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("fmt", help="rewrite spec files in the canonical layout")
-    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("files", nargs="+", metavar="FILE", help="spec files to rewrite in place (unless --check or --diff)")
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file is not formatted")
     p.add_argument("--diff", action="store_true", help="print the changes as a unified diff instead of writing")
     p.set_defaults(handler=cmd_fmt)

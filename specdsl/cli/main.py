@@ -18,9 +18,19 @@ EXIT_OK, EXIT_ERROR = 0, 1
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # usage errors exit 1, as DESIGN.md says
+    def error(self, message: str) -> None:  # usage errors exit 1, like every other user mistake
         self.print_usage(sys.stderr)
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+
+    def _check_value(self, action, value) -> None:
+        """An unknown (sub)command names the closest one (`specdsl aply`:
+        did you mean `apply`?), else lists them all."""
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            from specdsl.diag import did_you_mean
+
+            hint = did_you_mean(value, action.choices) or "commands: " + ", ".join(action.choices)
+            raise argparse.ArgumentError(None, f"unknown command {value!r}; {hint}")
+        super()._check_value(action, value)
 
 
 # `validate` and `fmt` need none of the later layers: importing those

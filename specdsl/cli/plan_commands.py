@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec
 from specdsl.cli.lang_commands import add_var_args
 from specdsl.graph.build import build_graph
+from specdsl.names import natural_key, natural_sorted
 from specdsl.plan.diff import make_plan
 from specdsl.plan.model import Refresh
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
@@ -18,7 +20,7 @@ from specdsl.state import commands as state_commands
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("plan", help="show what apply would do, against recorded state")
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the spec to plan")
     p.add_argument("-o", "--out", metavar="PLANFILE", help="save the plan (TOML) for `specdsl apply PLANFILE`")
     p.add_argument("--json", action="store_true", help="machine-readable plan on stdout (schema: docs/plan.md)")
     p.add_argument("--detailed-exitcode", action="store_true", help="exit 0 no changes, 2 changes, 1 error")
@@ -27,13 +29,13 @@ def add_parsers(sub) -> None:
     p.set_defaults(handler=cmd_plan)
 
     p = sub.add_parser("show", help="print a saved plan")
-    p.add_argument("planfile", metavar="PLANFILE")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("planfile", metavar="PLANFILE", help="a plan saved with `specdsl plan FILE -o PLANFILE`")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON (schema: docs/plan.md)")
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("graph", help="print the step graph as DOT")
-    p.add_argument("file", metavar="FILE")
-    p.add_argument("--no-refresh", action="store_true")
+    p.add_argument("file", metavar="FILE", help="the spec whose steps to draw")
+    p.add_argument("--no-refresh", action="store_true", help="label the steps from recorded state alone; contact no host")
     add_common(p, target=False)
     p.set_defaults(handler=cmd_graph)
 
@@ -41,17 +43,24 @@ def add_parsers(sub) -> None:
     ssub = p.add_subparsers(dest="state_command", metavar="SUBCOMMAND", parser_class=type(p))
     ssub.required = True
     q = ssub.add_parser("list", help="one address per line")
-    q.add_argument("--state", metavar="DIR", default=".specdsl", help="state folder (default: ./.specdsl)")
+    _add_state_location(q)
     q.set_defaults(handler=cmd_state_list)
     q = ssub.add_parser("show", help="one resource")
-    q.add_argument("addr", metavar="ADDR")
-    q.add_argument("--state", metavar="DIR", default=".specdsl")
+    q.add_argument("addr", metavar="ADDR", help="an address that `specdsl state list` prints")
+    _add_state_location(q)
     q.set_defaults(handler=cmd_state_show)
 
     p = sub.add_parser("force-unlock", help="remove a state lock left by a process on another host")
-    p.add_argument("lock_id", metavar="ID")
-    p.add_argument("--state", metavar="DIR", default=".specdsl")
+    p.add_argument("lock_id", metavar="ID", help="the lock id that the lock error names")
+    _add_state_location(p)
     p.set_defaults(handler=cmd_force_unlock)
+
+
+def _add_state_location(p) -> None:
+    """FILE and --state of the state commands: the state is found as plan
+    and apply find it (`specdsl.state.commands.locate_state`)."""
+    p.add_argument("file", metavar="FILE", nargs="?", help="the spec whose state to read: the .specdsl folder beside it")
+    p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside FILE; without FILE, ./.specdsl)")
 
 
 def add_common(p, target: bool = True) -> None:
@@ -81,7 +90,7 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
     if unknown:
         from specdsl.diag import did_you_mean
 
-        groups = sorted({e.group for e in experiments})
+        groups = natural_sorted({e.group for e in experiments})
         for target in unknown:
             hint = did_you_mean(target, known) or "experiments: " + ", ".join(groups)
             error(f"--target {target}: no experiment of that name in {loaded.spec}; {hint}")
@@ -177,7 +186,7 @@ def to_dot(graph, plan) -> str:
         label = f"{change.action.value} {change.addr}"
         style = ', style=dashed' if change.action.value == "=" else ""
         lines.append(f'  "{change.addr}" [label="{_dot_escape(label)}"{style}];')
-    for a, b in sorted(graph.dag.edges()):
+    for a, b in sorted(graph.dag.edges(), key=lambda edge: (natural_key(edge[0]), natural_key(edge[1]))):
         kind = "dotted" if a in graph.steps[b].after and a not in graph.steps[b].deps else "solid"
         lines.append(f'  "{a}" -> "{b}"' + (" [style=dotted];" if kind == "dotted" else ";"))
     lines.append("}")
@@ -188,16 +197,42 @@ def _dot_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+def _located(args, *words: str, need_state: bool = True) -> Path | int:
+    """The state folder the state command `specdsl WORDS...` reads, or the
+    exit code when there is none (reported)."""
+    usage = shlex.join(["specdsl", *words])
+    try:
+        return state_commands.locate_state(Path(args.file) if args.file else None, Path(args.state) if args.state else None,
+                                           usage, need_state=need_state)
+    except StateError as exc:
+        return _state_error(exc)
+
+
+def _pointing(args) -> list[str]:
+    """The FILE or --state the user gave, to repeat in a suggested command."""
+    return [f"--state={args.state}"] if args.state else [args.file] if args.file else []
+
+
 def cmd_state_list(args) -> int:
-    return _emit(*state_commands.cmd_state_list(Path(args.state)))
+    state_dir = _located(args, "state", "list")
+    if isinstance(state_dir, int):
+        return state_dir
+    return _emit(*state_commands.cmd_state_list(state_dir))
 
 
 def cmd_state_show(args) -> int:
-    return _emit(*state_commands.cmd_state_show(Path(args.state), args.addr))
+    state_dir = _located(args, "state", "show", args.addr)
+    if isinstance(state_dir, int):
+        return state_dir
+    listing = shlex.join(["specdsl", "state", "list", *_pointing(args)])
+    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing))
 
 
 def cmd_force_unlock(args) -> int:
-    return _emit(*state_commands.cmd_force_unlock(Path(args.state), args.lock_id))
+    state_dir = _located(args, "force-unlock", args.lock_id, need_state=False)
+    if isinstance(state_dir, int):
+        return state_dir
+    return _emit(*state_commands.cmd_force_unlock(state_dir, args.lock_id))
 
 
 def _emit(code: int, text: str) -> int:

@@ -3,12 +3,14 @@
     preflight   one per host
     provision   one per (machine, stack content)
     launch      one per (provision, server content)
+    names       a shared step that is not the first under its name is named
+                after the cells it serves (`launch.qwen/sweep[backend=fa3]`)
     benchmark   one per experiment cell (launch + workload)
     baseline    ordering edge: a baseline's benchmark runs before its candidate's
     check       one per assertion (reads the benchmark, and the baseline's)
     promote     one per promoting experiment (needs every check)
     teardown    one per launch not kept running
-    users       each step lists the experiment cells it serves
+    users       each step lists the experiment cells it serves (numbers by value)
     edges       adjacency from deps and ordering edges
     acyclic     a cycle becomes a diagnostic
 
@@ -25,6 +27,8 @@ import attrs
 from specdsl.diag import Diagnostic
 from specdsl.graph.steps import KIND_ORDER, Step, canonical_text, digest, step_digest
 from specdsl.model import config
+from specdsl.model.printer import number_text
+from specdsl.names import natural_sorted
 
 
 @attrs.define
@@ -44,6 +48,7 @@ class Graph:
     pred: dict[str, tuple[str, ...]] = attrs.Factory(dict)
     _dag: Any = attrs.field(default=None, init=False, repr=False, eq=False)
     _order: Any = attrs.field(default=None, init=False, repr=False, eq=False)
+    _rank: Any = attrs.field(default=None, init=False, repr=False, eq=False)
 
     @property
     def dag(self):
@@ -58,15 +63,23 @@ class Graph:
         return self._dag
 
     def order(self) -> list[str]:
-        """Deterministic topological order: by kind, then address (the
-        lexicographically smallest order under that key). Raises ValueError
-        on a cycle; `build_graph` reports one as a diagnostic first."""
+        """Deterministic topological order: by kind, then address with its
+        numbers by value (`natural_key`: `grid[c=4]` before `grid[c=16]`),
+        the smallest order under that key. Raises ValueError on a cycle;
+        `build_graph` reports one as a diagnostic first."""
         if self._order is None:
             order = _topological(self)
             if len(order) != len(self.steps):
                 raise ValueError("the step graph has a cycle")
             self._order = order
         return list(self._order)
+
+    def rank(self) -> dict[str, int]:
+        """address -> its place among all addresses sorted by `natural_key`
+        (numbers by value): a cheap sort key, computed once."""
+        if self._rank is None or len(self._rank) != len(self.steps):
+            self._rank = {a: i for i, a in enumerate(natural_sorted(self.steps))}
+        return self._rank
 
     def downstream(self, addr: str) -> set[str]:
         """Every step that (transitively) comes after `addr`."""
@@ -80,16 +93,17 @@ class Graph:
 def _topological(graph: Graph) -> list[str]:
     steps = graph.steps
     indegree = {a: len(graph.pred.get(a, ())) for a in steps}
-    heap = [(KIND_ORDER[steps[a].kind], a) for a, n in indegree.items() if n == 0]
+    rank = graph.rank()
+    heap = [(KIND_ORDER[steps[a].kind], rank[a], a) for a, n in indegree.items() if n == 0]
     heapq.heapify(heap)
     out = []
     while heap:
-        _, addr = heapq.heappop(heap)
+        _, _, addr = heapq.heappop(heap)
         out.append(addr)
         for nxt in graph.succ.get(addr, ()):
             indegree[nxt] -= 1
             if indegree[nxt] == 0:
-                heapq.heappush(heap, (KIND_ORDER[steps[nxt].kind], nxt))
+                heapq.heappush(heap, (KIND_ORDER[steps[nxt].kind], rank[nxt], nxt))
     return out
 
 
@@ -110,6 +124,9 @@ class _Work:
     graph: Graph
     # identity -> address, per kind, to share steps and name them
     seen: dict[tuple[str, str], str] = attrs.Factory(dict)
+    # provisional address -> (kind, base name) of each step that is not the
+    # first under its name: `shared_names` renames them once their users are known
+    qualified: dict[str, tuple[str, str]] = attrs.Factory(dict)
     # address -> the experiment cells it serves (sorted onto the steps at the end)
     users: dict[str, set[str]] = attrs.Factory(dict)
     # (kind, upstream identity, config object) -> (content, identity): cells
@@ -190,9 +207,9 @@ def _jsonable(v):
 
 
 def _name(work: _Work, kind: str, base: str, identity: str, user: str) -> str:
-    """`kind.base` for the first identity under that name; later ones get
-    `/user` (the experiment that uses them) so addresses stay readable and
-    stable when contents change."""
+    """`kind.base` for the first identity under that name, so addresses stay
+    readable and stable when contents change; a later one gets `/user` (the
+    first cell that uses it) for now, and its final name from `shared_names`."""
     key = (kind, identity)
     if key in work.seen:
         return work.seen[key]
@@ -203,6 +220,7 @@ def _name(work: _Work, kind: str, base: str, identity: str, user: str) -> str:
         while addr in work.graph.steps:
             addr = f"{kind}.{base}/{user}#{n}"
             n += 1
+        work.qualified[addr] = (kind, base)
     work.seen[key] = addr
     return addr
 
@@ -273,6 +291,72 @@ def launch(work: _Work) -> None:
         _cells(work)[exp.name]["launch"] = addr
 
 
+def shared_names(work: _Work) -> None:
+    """Name each shared step that `_name` qualified after what it serves,
+    now that all its cells are known: `kind.base/WHAT`, where WHAT is the
+    first experiment (in declaration order) among its cells: its name when
+    the step serves every cell of it (`launch.qwen/sweep`), the cell's name
+    when it serves one (`launch.qwen/sweep[backend=fa3,concurrency=1]`),
+    else the matrix values its cells share (`launch.qwen/sweep[backend=fa3]`).
+    Every reference to the step (deps, the cells' steps) follows."""
+    if not work.qualified:
+        return
+    cells = {exp.name: exp for exp in work.cfg.experiments}
+    place = {name: i for i, name in enumerate(cells)}
+    group_size: dict[str, int] = {}
+    for exp in work.cfg.experiments:
+        group_size[exp.group] = group_size.get(exp.group, 0) + 1
+    taken = {a for a in work.graph.steps if a not in work.qualified}
+    renames: dict[str, str] = {}
+    for old, (kind, base) in work.qualified.items():
+        served = [cells[name] for name in sorted(work.users[old], key=place.__getitem__)]
+        addr = wanted = f"{kind}.{base}/{_serving(served, group_size)}"
+        n = 2
+        while addr in taken:
+            addr = f"{wanted}#{n}"
+            n += 1
+        taken.add(addr)
+        renames[old] = addr
+    work.qualified = {}
+    graph = work.graph
+    graph.steps = {  # in the same order, renamed and pointing at the new names
+        renames.get(a, a): attrs.evolve(s, addr=renames.get(a, a), deps=tuple(renames.get(d, d) for d in s.deps))
+        if a in renames or any(d in renames for d in s.deps) else s
+        for a, s in graph.steps.items()
+    }
+    work.users = {renames.get(a, a): u for a, u in work.users.items()}
+    work.seen = {key: renames.get(a, a) for key, a in work.seen.items()}
+    for by_kind in graph.by_experiment.values():
+        for kind in ("preflight", "provision", "launch"):
+            if kind in by_kind:
+                by_kind[kind] = renames.get(by_kind[kind], by_kind[kind])
+
+
+def _serving(served: list[config.Experiment], group_size: dict[str, int]) -> str:
+    """What a shared step serves, as a name (see `shared_names`); `served` is in
+    declaration order."""
+    group = served[0].group
+    mine = [exp for exp in served if exp.group == group]
+    if len(mine) == group_size[group]:
+        return group
+    if len(mine) == 1:
+        return mine[0].name
+    rest = [{k: (type(v), v) for k, v in exp.matrix} for exp in mine[1:]]
+    common = [(k, v) for k, v in mine[0].matrix if all(values.get(k) == (type(v), v) for values in rest)]
+    if not common:
+        return group
+    return group + "[" + ",".join(f"{k}={_value_text(v)}" for k, v in common) + "]"
+
+
+def _value_text(value) -> str:
+    """A matrix value as a cell name writes it (the resolver's `cell_name`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return number_text(value)
+    return str(value)
+
+
 def benchmark(work: _Work) -> None:
     for exp in work.cfg.experiments:
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
@@ -294,7 +378,7 @@ def baseline_order(work: _Work) -> None:
             continue
         addr = _cells(work)[exp.name]["benchmark"]
         step = work.graph.steps[addr]
-        work.graph.steps[addr] = attrs.evolve(step, after=tuple(sorted(set(step.after) | {base})))
+        work.graph.steps[addr] = attrs.evolve(step, after=tuple(natural_sorted(set(step.after) | {base})))
 
 
 def _canonical_once(work: _Work, kind: str, obj: Any, make: Callable[[], Any]) -> tuple[Any, str]:
@@ -360,15 +444,15 @@ def teardown(work: _Work) -> None:
             continue
         content = {"launch": lau.identity}
         addr = "teardown." + launch_addr.split(".", 1)[1]
-        _add(work, Step(addr, "teardown", digest(["teardown", content]), content, (launch_addr,), after=tuple(sorted(set(benches))),
+        _add(work, Step(addr, "teardown", digest(["teardown", content]), content, (launch_addr,), after=tuple(natural_sorted(set(benches))),
                         host=lau.host, experiments=tuple(work.users[launch_addr]), payload={"launch": launch_addr}))
 
 
 def users(work: _Work) -> None:
-    """Each step lists the experiment cells it serves, sorted."""
+    """Each step lists the experiment cells it serves, sorted (numbers by value)."""
     steps = work.graph.steps
     for addr, names in work.users.items():
-        experiments = tuple(sorted(names))
+        experiments = tuple(natural_sorted(names))
         if steps[addr].experiments != experiments:
             steps[addr] = attrs.evolve(steps[addr], experiments=experiments)
 
@@ -380,8 +464,9 @@ def edges(work: _Work) -> None:
         for dep in step.deps + step.after:
             succ.setdefault(dep, set()).add(addr)
             pred[addr].add(dep)
-    work.graph.succ = {a: tuple(sorted(s)) for a, s in succ.items()}
-    work.graph.pred = {a: tuple(sorted(p)) for a, p in pred.items()}
+    rank = work.graph.rank().__getitem__
+    work.graph.succ = {a: tuple(sorted(s, key=rank)) for a, s in succ.items()}
+    work.graph.pred = {a: tuple(sorted(p, key=rank)) for a, p in pred.items()}
 
 
 def acyclic(work: _Work) -> None:
@@ -398,7 +483,7 @@ def acyclic(work: _Work) -> None:
 def _find_cycle(graph: Graph) -> list[str]:
     """One cycle, found deterministically (first by address)."""
     state: dict[str, int] = {}  # 1 on the current path, 2 done
-    for root in sorted(graph.steps):
+    for root in natural_sorted(graph.steps):
         if root in state:
             continue
         path: list[str] = []
@@ -425,6 +510,7 @@ TRANSFORMS: tuple[tuple[str, Transform], ...] = (
     ("preflight", preflight),
     ("provision", provision),
     ("launch", launch),
+    ("names", shared_names),
     ("benchmark", benchmark),
     ("baseline", baseline_order),
     ("check", check),

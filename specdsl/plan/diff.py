@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from specdsl.graph.build import Graph
+from specdsl.names import natural_sorted
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
 
 _DECIDE = {"benchmark": 0, "launch": 1, "provision": 2, "preflight": 3, "check": 4, "promote": 5, "teardown": 6}
@@ -214,7 +215,7 @@ def make_plan(
             continue
         starts = [d for d in graph.downstream(addr) if graph.steps[d].kind in ("provision", "launch") and actions.get(d) in (Action.CREATE, Action.REPLACE)]
         if starts:
-            changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
+            changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(natural_sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
                                    change.identity, (), change.deps, change.after, change.experiments, change.host)
 
     drift = tuple(refresh.drift)

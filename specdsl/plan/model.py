@@ -74,6 +74,9 @@ class Plan:
     rerun: bool = False
     targets: tuple[str, ...] = ()
     format_version: int = PLAN_FORMAT
+    # the plan file it was read from (`read_plan`); None for a plan made in
+    # this process. Where it came from, not what it says: left out of equality.
+    read_from: str | None = attrs.field(default=None, eq=False)
 
     def summary(self) -> dict[str, int]:
         counts = {a.word: 0 for a in Action}

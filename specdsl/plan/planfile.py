@@ -12,6 +12,7 @@ import json
 import tomllib
 from pathlib import Path
 
+import attrs
 import tomli_w
 
 from specdsl.plan.model import PLAN_FORMAT, Action, Change, FieldChange, Plan
@@ -113,7 +114,7 @@ def read_plan(path: Path) -> Plan:
     if checksum != _checksum(doc):
         raise PlanFileError(f"{path}: the plan file was changed after it was written; make a new plan with `specdsl plan`")
     try:
-        return _from_body(doc)
+        return attrs.evolve(_from_body(doc), read_from=str(path))
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PlanFileError(f"{path}: malformed plan file ({exc}); make a new plan") from None
 

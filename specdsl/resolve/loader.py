@@ -22,31 +22,6 @@ class Sources:
 
     texts: dict[str, str] = attrs.Factory(dict)
     files: list[ast.File] = attrs.Factory(list)
-    # path relative to the root spec's folder -> sha256 of the bytes, so the
-    # digest is the same from any working directory and on any machine
-    digests: dict[str, "_Digest"] = attrs.Factory(dict)
-    root: Path | None = None
-
-    def digest(self) -> str:
-        """One hash over every file read (imports and variable files included)."""
-        import hashlib  # only plans need it: validate stays light
-
-        h = hashlib.sha256()
-        for name in sorted(self.digests):
-            h.update(f"{name}\0{self.digests[name]}\0".encode())
-        return h.hexdigest()
-
-
-class _Digest:
-    """A file's SHA-256, computed when first asked for (plans ask; validate does not)."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    def __str__(self) -> str:
-        import hashlib
-
-        return hashlib.sha256(self._data).hexdigest()
 
 
 def display_name(path: Path) -> str:
@@ -74,8 +49,6 @@ def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic],
     except OSError as exc:
         diags.append(Diagnostic.error(f"Cannot read {shown}: {exc.strerror}", at))
         return None
-    base = sources.root.parent if sources.root is not None else path.parent
-    sources.digests[os.path.relpath(path.resolve(), base.resolve())] = _Digest(data)
     file, errors, text = parse_bytes(data, shown, start)
     if text is not None:
         sources.texts[shown] = text
@@ -87,7 +60,7 @@ def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic],
 
 def load_tree(root: Path, diags: list[Diagnostic]) -> Sources:
     """The root file and everything it imports, depth first, each once."""
-    sources = Sources(root=Path(root))
+    sources = Sources()
     done: set[Path] = set()
 
     def visit(path: Path, chain: list[Path], at: Span | None) -> None:

@@ -5,8 +5,8 @@ baselines, promotions) is read by format version and written atomically with
 a backup, under a lock file that stops two writers. See docs/state.md.
 
 This layer does I/O on the state folder only. It imports nothing from
-specdsl but `specdsl.diag`; apply and cli import it (plan reads the State
-it is given), never the reverse.
+specdsl but `specdsl.diag` and `specdsl.names`; apply and cli import it
+(plan reads the State it is given), never the reverse.
 """
 
 from specdsl.state.codec import READERS, decode_state, encode_state

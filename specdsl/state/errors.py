@@ -47,7 +47,9 @@ class StateConflict(StateError):
 
 
 class LockError(StateError):
-    """The state is locked by someone else; `holder` says who."""
+    """The state is locked by someone else; `holder` says who. `path` is the
+    lock file; the hint's force-unlock names its state folder, so it works
+    from wherever the message was printed."""
 
     conflict = True
 
@@ -59,7 +61,7 @@ class LockError(StateError):
         )
         detail = detail or (
             "wait for it to finish; if that process is gone for good, run "
-            f"`specdsl force-unlock {holder.id}`"
+            f"`specdsl force-unlock {holder.id} --state {Path(path).parent}`"
         )
         super().__init__(path, summary, detail)
 

@@ -147,10 +147,12 @@ def test_state_list_and_show_through_the_cli(recorded, capsys):
     code, out, err = run(capsys, "state", "show", "run.r9", "--state", str(state_dir))
     assert code == 1 and out == ""
     assert str(state_dir / "state.toml") in err and "No resource `run.r9`" in err
-    # an empty folder: nothing recorded, nothing to list, not an error
+    # an empty folder: no state found there, said as an error naming the folder
     empty = state_dir.parent / "empty"
     empty.mkdir()
-    assert run(capsys, "state", "list", "--state", str(empty)) == (0, "", "")
+    code, out, err = run(capsys, "state", "list", "--state", str(empty))
+    assert (code, out) == (1, "")
+    assert err.startswith(f"{empty}: error: No state recorded in this folder (no state.toml)")
 
 
 def test_out_never_overwrites_a_file_that_is_not_a_plan(recorded, capsys):

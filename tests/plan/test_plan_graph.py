@@ -7,6 +7,7 @@ import pytest
 
 from specdsl.graph.build import Graph, _Work, acyclic, build_graph, edges
 from specdsl.graph.steps import KIND_ORDER, Step, digest, step_digest
+from specdsl.names import natural_key, natural_sorted
 from specdsl.resolve.resolver import resolve_file
 
 from plan_helpers import ROOT, SPEC, resolve_text
@@ -43,7 +44,7 @@ def test_order_and_reach_agree_with_networkx(name):
     assert isinstance(dag, nx.DiGraph)
     assert set(dag.nodes) == set(graph.steps)
     assert set(dag.edges) == {(d, a) for a, s in graph.steps.items() for d in s.deps + s.after}
-    expected = list(nx.lexicographical_topological_sort(dag, key=lambda a: (KIND_ORDER[graph.steps[a].kind], a)))
+    expected = list(nx.lexicographical_topological_sort(dag, key=lambda a: (KIND_ORDER[graph.steps[a].kind], natural_key(a))))
     assert graph.order() == expected
     for addr in graph.steps:
         assert graph.downstream(addr) == nx.descendants(dag, addr)
@@ -56,12 +57,12 @@ def test_shared_steps_list_every_user_sorted(tmp_path):
     assert graph.steps["preflight.local"].experiments == ("base", "cand")
     assert graph.steps["teardown.tiny/cand"].experiments == ("cand",)
     graph = example_graph("examples/sweep/sweep.spec")
-    cells = sorted(graph.by_experiment)
+    cells = natural_sorted(graph.by_experiment)
     assert len(cells) == 12
     provision = next(s for s in graph.steps.values() if s.kind == "provision")
     assert provision.experiments == tuple(cells)
     for step in graph.steps.values():
-        assert list(step.experiments) == sorted(set(step.experiments)), step.addr
+        assert list(step.experiments) == natural_sorted(set(step.experiments)), step.addr
         if step.kind == "teardown":
             assert step.experiments == graph.steps[step.payload["launch"]].experiments
 

@@ -56,7 +56,8 @@ def test_show_unknown_address_suggests(sample_state):
 
 
 def test_cmd_functions_on_a_state_folder(state_dir, sample_state):
-    assert cmd_state_list(state_dir) == (0, "")
+    code, text = cmd_state_list(state_dir)
+    assert code == 1 and text.startswith(f"{state_dir}: error: No state recorded here")
     write_state(state_dir, sample_state)
     code, text = cmd_state_list(state_dir)
     assert code == 0 and "baseline.kimi-prod" in text
