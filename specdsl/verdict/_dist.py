@@ -9,10 +9,16 @@ import functools
 import math
 
 
-def _special():
-    import scipy.special  # lazy: see the module docstring
+_SPECIAL = None
 
-    return scipy.special
+
+def _special():
+    global _SPECIAL
+    if _SPECIAL is None:
+        import scipy.special  # lazy: see the module docstring
+
+        _SPECIAL = scipy.special
+    return _SPECIAL
 
 
 @functools.lru_cache(maxsize=8192)

@@ -169,15 +169,23 @@ def _t_analysis(xs: Sequence[float], op: str, target: float, alpha: float, power
 def _log_ratios(pairs: Sequence[tuple[float, float]]) -> list[float] | str:
     """log(cand / base) of each pair, or the reason it cannot be had."""
     out = []
+    log, inf = math.log, math.inf
+    for base, cand in pairs:
+        if 0.0 < base < inf and 0.0 < cand < inf:  # False for nan too
+            out.append(log(cand / base))
+        else:
+            return _why_not(pairs)
+    return out
+
+
+def _why_not(pairs: Sequence[tuple[float, float]]) -> str:
     for i, pair in enumerate(pairs, 1):
-        base, cand = (float(v) for v in pair)
-        for who, v in (("baseline", base), ("candidate", cand)):
+        for who, v in zip(("baseline", "candidate"), (float(x) for x in pair)):
             if not math.isfinite(v):
                 return f"pair {i}: the {who} value is not finite ({v})"
             if v <= 0:
                 return f"pair {i}: a value <= 0 (the {who}'s {fmt(v)}); a ratio test needs positive values"
-        out.append(math.log(cand / base))
-    return out
+    raise AssertionError("unreachable")
 
 
 def ratio_method(alpha: float) -> str:
@@ -195,8 +203,13 @@ def ratio_decision(pairs: Sequence[tuple[float, float]], op: str, k: float, *, a
     INCONCLUSIVE otherwise; `<=`/`<` mirror that. Fewer than 2 pairs, a
     value <= 0 or not finite, or k <= 0: ERROR, with the reason.
     """
+    return _ratio(pairs, op, k, alpha, ratio_method(alpha), "")
+
+
+def _ratio(pairs: Sequence[tuple[float, float]], op: str, k: float, alpha: float, method: str, note: str) -> Decision:
+    """ratio_decision with its method text given, and `note` appended to
+    the detail of an INCONCLUSIVE (sequential_decision's next look)."""
     _check_args(op, alpha)
-    method = ratio_method(alpha)
     n = len(pairs)
     k = float(k)
     if not (math.isfinite(k) and k > 0):
@@ -208,9 +221,10 @@ def ratio_decision(pairs: Sequence[tuple[float, float]], op: str, k: float, *, a
         return _error(op, k, n, alpha, method, ds)
     a = _t_analysis(ds, op, math.log(k), alpha)
     est, low, high = math.exp(a.mean), math.exp(a.low), math.exp(a.high)
-    detail = (
-        f"ratio {fmt(est)} {_interval_text(low, high, floor=0.0 if math.isinf(a.low) else -math.inf)} {op} {fmt(k)}, n={n} pairs: {a.verdict.name}"
-    )
+    shown = _interval_text(low, high, floor=0.0 if math.isinf(a.low) else -math.inf)
+    detail = f"ratio {fmt(est)} {shown} {op} {fmt(k)}, n={n} pairs: {a.verdict.name}"
+    if note and a.verdict is Verdict.INCONCLUSIVE:
+        detail += note
     return Decision(
         a.verdict, est, low, high, 1.0 - alpha, n, k, op, math.exp(a.mde), method, detail, a.p_pass, a.p_fail
     )
