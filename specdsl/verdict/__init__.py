@@ -1,0 +1,56 @@
+"""Verdicts: the statistics that turn repeated, noisy measurements into
+PASS, FAIL, INCONCLUSIVE or ERROR, with the interval, level, sample size
+and detectable effect behind each.
+
+- `ratio_decision`: `cand OP base * k` from pairs of adjacent A/B blocks
+  (a one-sided paired t interval on the log ratios);
+- `absolute_decision`: `STAT OP threshold` from one value per run;
+- `LookSchedule`, `sequential_decision`: looks at the pairs as they come
+  (adaptive runs) with the false-pass budget spent across the looks;
+- `holm`: Holm's step-down over several assertions;
+- `mde_ratio`, `pairs_needed`, `noise_of`: how many pairs a noise level
+  needs, what n pairs can detect.
+
+docs/verdicts.md gives the method, its formulas and why; the measured
+error rates are in docs/benchmarks.md (benchmarks/bench_verdicts.py).
+
+Pure: no I/O, no clock, no randomness. It imports nothing of specdsl but
+`specdsl.stats` and `specdsl.diag` (a layer of its own at the bottom of the
+planning side: apply calls it, it never calls apply, state or anything that
+runs), and outside the standard library only attrs and scipy (with its
+numpy), which are imported on first use so that `validate` and `plan` never
+pay for them.
+"""
+
+from specdsl.verdict.decision import (
+    OPS,
+    Decision,
+    Verdict,
+    absolute_decision,
+    mde_ratio,
+    noise_of,
+    pairs_needed,
+    ratio_decision,
+)
+from specdsl.verdict.holm import HolmResult, holm, holm_adjusted, holm_alphas
+from specdsl.verdict.looks import SPENDINGS, LookSchedule, group_sequential_bounds, sequential_decision, spent
+
+__all__ = [
+    "OPS",
+    "SPENDINGS",
+    "Decision",
+    "HolmResult",
+    "LookSchedule",
+    "Verdict",
+    "absolute_decision",
+    "group_sequential_bounds",
+    "holm",
+    "holm_adjusted",
+    "holm_alphas",
+    "mde_ratio",
+    "noise_of",
+    "pairs_needed",
+    "ratio_decision",
+    "sequential_decision",
+    "spent",
+]
