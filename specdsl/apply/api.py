@@ -45,7 +45,7 @@ def apply_plan(
     outcome."""
     own_registry = registry is None
     registry = registry or HostRegistry()
-    walk = Walk(plan, graph, StateWriter(state_dir, state or State.new(), lock), registry, Path(spec_dir),
+    walk = Walk(plan, graph, StateWriter(Path(state_dir).resolve(), state or State.new(), lock), registry, Path(spec_dir),
                 hooks or QuietHooks(), stop or threading.Event(), dict(variables or {}))
     try:
         Scheduler(walk, HANDLERS, workers=workers).run()

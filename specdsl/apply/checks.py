@@ -46,13 +46,22 @@ class Results:
 
 @attrs.frozen
 class Verdict:
+    """`status`: pass, fail, inconclusive or error (data missing). `gating`:
+    decided from measurements with an interval; `evidence` its numbers
+    (estimate, low, high, level, n, threshold, op, mde, method)."""
+
     name: str
     status: str
     detail: str  # the values it compared, or why it could not decide
+    gating: bool = False
+    evidence: dict | None = attrs.field(default=None, eq=False)
 
 
-class _Missing(Exception):
-    pass
+class Missing(Exception):
+    """Data an expression reads is not there."""
+
+
+_Missing = Missing
 
 
 # One definition of each statistic, specdsl.stats: percentiles interpolate

@@ -121,8 +121,9 @@ class Walk:
         return self.action(launch) is Action.REUSE and self.writer.state.server(step.identity) is not None
 
     def provision_needed(self, addr: str) -> bool:
-        launches = [a for a, s in self.graph.steps.items() if s.kind == "launch" and s.deps and s.deps[0] == addr]
-        return any(self.starts_server(a) for a in launches)
+        users = [a for a in self.graph.succ.get(addr, ()) if addr in self.graph.steps[a].deps]
+        return any(self.starts_server(a) for a in users if self.graph.steps[a].kind == "launch") or any(
+            self.action(a) is Action.RUN for a in users if "paired" in self.graph.steps[a].payload)
 
     def host_of(self, step: Step) -> Host:
         return self.registry.get(step.payload["host"])

@@ -104,7 +104,7 @@ class ApplyResult:
             return 5
         if any(v.status == FAIL for _, v in self.verdicts):
             return 3
-        if any(v.status == INCONCLUSIVE for _, v in self.verdicts):
+        if any(v.status in (INCONCLUSIVE, "error") for _, v in self.verdicts):
             return 4
         return 0
 

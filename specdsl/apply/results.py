@@ -22,19 +22,45 @@ def _decode(value):
     return value
 
 
-def results_of_run(run, state_dir: Path) -> Results | None:
-    if run is None:
-        return None
-    effective = {k: _decode(v) for k, v in run.effective}
+def effective_of(run) -> dict:
+    return {k: _decode(v) for k, v in run.effective}
+
+
+def document_of(run, state_dir: Path) -> dict | None:
+    """The result document a benchmark run left in its folder, None when gone."""
     folder = Path(state_dir) / run.folder
     for name in (RESULT_FILE, _OLD_RESULT_FILE):
         try:
-            doc = json.loads((folder / name).read_text())
+            return json.loads((folder / name).read_text())
         except (OSError, ValueError):
             continue
+    return None
+
+
+def results_of_run(run, state_dir: Path) -> Results | None:
+    if run is None:
+        return None
+    effective = effective_of(run)
+    doc = document_of(run, state_dir)
+    if doc is not None:
+        if doc.get("pairs"):  # a paired result: the candidate's runs are this experiment's results
+            from specdsl.apply.judge import blocks_of
+
+            return blocks_of(doc, effective)[1]
         return Results.from_bench(doc, effective)
     # the run folder is gone: fall back to the medians state recorded
     return Results((dict(run.metrics),), {}, effective)
+
+
+def per_run(run, state_dir: Path) -> tuple[Results, ...]:
+    """One Results per run of a benchmark run (for intervals over runs)."""
+    if run is None:
+        return ()
+    doc = document_of(run, state_dir)
+    effective = effective_of(run)
+    if doc is None:
+        return (Results((dict(run.metrics),), {}, effective),)
+    return tuple(Results.from_bench({"runs": [r]}, effective) for r in doc.get("runs", ()))
 
 
 def load_results(state: State, state_dir: Path, bench_identity: str) -> Results | None:

@@ -9,7 +9,9 @@ It knows constraints, not step kinds:
   held until every member of the session has finished, so a host holds one
   server at a time while independent work (provisioning the next stack,
   checks of finished experiments) overlaps;
-- a handler may cap how many of its steps run at once (`max_parallel`);
+- a handler may cap how many of its steps run at once (`max_parallel`),
+  and steps that measure (`one_at_a_time`) never overlap within a session:
+  two benchmarks never load one server at once;
 - among the steps that may start, the one earliest in the graph's order
   goes first; sessions of one key open strictly in that order (a session
   ranks by its earliest member, so baselines come first, every apply runs
@@ -77,6 +79,12 @@ class Scheduler:
         cap = getattr(handler, "max_parallel", None)
         if cap is not None and sum(1 for a in self.running if self.steps[a].kind == self.steps[addr].kind) >= cap:
             return False
+        if getattr(handler, "one_at_a_time", False):
+            # steps that measure a server run one after another on it
+            session = self.member_of.get(addr)
+            if session is not None and any(self.member_of.get(r) == session and getattr(self._handler(r), "one_at_a_time", False)
+                                           for r in self.running):
+                return False
         key = self._key(addr)
         if key is None:
             return True

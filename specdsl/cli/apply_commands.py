@@ -1,6 +1,6 @@
 """`specdsl apply FILE | PLANFILE [--yes] [--rerun] [--target NAME]`.
 
-Exit codes (DESIGN.md): 0 every check passed, 1 error before anything ran,
+Exit codes: 0 every check passed, 1 error before anything ran,
 3 a check failed, 4 a check was inconclusive, 5 a step failed while
 executing (what completed is recorded; re-apply resumes), 6 conflict (state
 locked, stale plan), 130 interrupted (servers stopped, state written).
@@ -24,7 +24,7 @@ from specdsl.state import StateError, load_state, locked, state_dir_for
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("apply", help="provision, launch, benchmark, check and promote")
-    p.add_argument("file", metavar="FILE|PLANFILE")
+    p.add_argument("file", metavar="FILE|PLANFILE", help="a spec (planned now) or a saved plan (applied exactly)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--no-refresh", action="store_true", help="plan from recorded state alone")
     add_common(p)

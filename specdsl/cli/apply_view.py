@@ -9,6 +9,7 @@ import threading
 import time
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from specdsl.apply.outcome import Outcome, Status
@@ -44,7 +45,7 @@ class ConsoleHooks:
         with self._lock:
             self._started[addr] = time.monotonic()
             self._active[addr] = "started"
-            self.console.print(f"  [bold]…[/] {addr}")
+            self.console.print(f"  [bold]…[/] {escape(addr)}")
             self._refresh()
 
     def progress(self, addr: str, message: str) -> None:
@@ -89,14 +90,14 @@ def print_result(result, plan, stream=None) -> None:
             table.add_column(col)
         for exp, v in result.verdicts:
             color = {"pass": "green", "fail": "red"}.get(v.status, "yellow")
-            table.add_row(exp, v.name, f"[{color}]{v.status}[/]", v.detail)
+            table.add_row(escape(exp), escape(v.name), f"[{color}]{v.status}[/]", escape(v.detail))
         console.print(table)
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}", markup=True)
     for o in result.outcomes:
         if o.status is Status.FAILED:
             where = f" (log: {o.log})" if o.log else ""
-            console.print(f"[red]failed:[/] {o.addr}{where}")
+            console.print(f"[red]failed:[/] {escape(o.addr)}{escape(where)}")
     parts = [f"{counts[s]} {s.text}" for s in Status if counts[s] or s in (Status.COMPLETED, Status.REUSED, Status.FAILED)]
     checks = {s: sum(1 for _, v in result.verdicts if v.status == s) for s in ("pass", "fail", "inconclusive")}
     console.print(

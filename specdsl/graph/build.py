@@ -280,11 +280,30 @@ def provision(work: _Work) -> None:
         _cells(work)[exp.name]["provision"] = addr
 
 
+def paired_with(cfg: config.Config, exp: config.Experiment) -> config.Experiment | None:
+    """The baseline experiment `exp` is measured beside, arm against arm
+    (interleaved on one machine), or None. A baseline experiment of the
+    spec on the same machine (the same `ssh`, or both this machine) is
+    always paired; elsewhere the two cannot alternate and are measured apart."""
+    if exp.baseline is None or exp.baseline.kind != "experiment":
+        return None
+    base = next((e for e in cfg.experiments if e.name == exp.baseline.name), None)
+    if base is None or base.host.ssh != exp.host.ssh or base is exp:
+        return None
+    return base
+
+
+def _launch_content(prov: Step, server: config.Server) -> dict:
+    return {"provision": prov.identity, "server": server_content(server)}
+
+
 def launch(work: _Work) -> None:
     for exp in work.cfg.experiments:
+        if paired_with(work.cfg, exp) is not None:
+            continue  # its benchmark starts both arms' servers itself, alternately
         prov = work.graph.steps[_cells(work)[exp.name]["provision"]]
         content, identity = _identified(work, "launch", prov.identity, exp.server,
-                                        lambda: {"provision": prov.identity, "server": server_content(exp.server)})
+                                        lambda: _launch_content(prov, exp.server))
         addr = _name(work, "launch", exp.server.name, identity, exp.name)
         _add(work, Step(addr, "launch", identity, content, (prov.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"server": exp.server, "host": exp.host, "stack": exp.stack}))
@@ -359,6 +378,10 @@ def _value_text(value) -> str:
 
 def benchmark(work: _Work) -> None:
     for exp in work.cfg.experiments:
+        base = paired_with(work.cfg, exp)
+        if base is not None:
+            _paired_benchmark(work, exp, base)
+            continue
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
         workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
         content = {"launch": lau.identity, "workload": workload}
@@ -369,9 +392,27 @@ def benchmark(work: _Work) -> None:
         _cells(work)[exp.name]["benchmark"] = addr
 
 
+def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experiment) -> None:
+    """`benchmark.E` of a paired experiment: both arms (the baseline's server
+    and the candidate's), launched alternately (ABBA BAAB ...) by the step
+    itself; its result holds the pairs. Its identity covers both arms'
+    servers and stacks and the workload, with the block size."""
+    prov_b = work.graph.steps[_cells(work)[base.name]["provision"]]
+    prov_c = work.graph.steps[_cells(work)[exp.name]["provision"]]
+    workload = _content_workload(exp.workload)
+    content = {"arms": {"baseline": _launch_content(prov_b, base.server), "candidate": _launch_content(prov_c, exp.server)},
+               "workload": workload}
+    identity = digest(["benchmark", content])
+    addr = f"benchmark.{exp.name}"
+    deps = tuple(dict.fromkeys((prov_b.addr, prov_c.addr)))
+    _add(work, Step(addr, "benchmark", identity, content, deps, host=exp.host.name, experiments=(exp.name,),
+                    payload={"experiment": exp, "paired": base, "host": exp.host}))
+    _cells(work)[exp.name]["benchmark"] = addr
+
+
 def baseline_order(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        if exp.baseline is None or exp.baseline.kind != "experiment":
+        if exp.baseline is None or exp.baseline.kind != "experiment" or paired_with(work.cfg, exp) is not None:
             continue
         base = _cells(work).get(exp.baseline.name, {}).get("benchmark")
         if base is None:
@@ -402,7 +443,9 @@ def check(work: _Work) -> None:
         bench = work.graph.steps[_cells(work)[exp.name]["benchmark"]]
         base_addr = None
         base_content: object = None
-        if exp.baseline is not None and exp.baseline.kind == "experiment":
+        if paired_with(work.cfg, exp) is not None:
+            base_content = {"paired": exp.baseline.name}  # both arms are in this experiment's benchmark
+        elif exp.baseline is not None and exp.baseline.kind == "experiment":
             base_addr = _cells(work).get(exp.baseline.name, {}).get("benchmark")
             base_content = work.graph.steps[base_addr].identity if base_addr else None
         elif exp.baseline is not None:
@@ -437,6 +480,8 @@ def promote(work: _Work) -> None:
 def teardown(work: _Work) -> None:
     users: dict[str, list[str]] = {}
     for exp in work.cfg.experiments:
+        if "launch" not in _cells(work)[exp.name]:
+            continue
         users.setdefault(_cells(work)[exp.name]["launch"], []).append(_cells(work)[exp.name]["benchmark"])
     for launch_addr, benches in users.items():
         lau = work.graph.steps[launch_addr]

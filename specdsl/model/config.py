@@ -146,6 +146,11 @@ class Workload:
     rate: float | None = None
     burstiness: float = 1.0
     runs: int = 1
+    # Paired comparisons (a baseline measured beside its candidate): `runs`
+    # pairs first; while a verdict is undecided, more pairs up to `max_runs`
+    # (None: 3 x runs); `block` runs per server launch.
+    max_runs: int | None = None
+    block: int = 1
     warmup: int = 1
     cooldown: float = 0.0
     timeout: float = 600.0

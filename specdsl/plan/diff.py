@@ -125,7 +125,8 @@ def make_plan(
         # `runs` is not part of the identity: a result with fewer runs than
         # the workload wants asks for the rest. An unknown count is enough.
         recorded = run_counts.get(results[step.identity])
-        wanted = step.payload["experiment"].workload.runs
+        workload = step.payload["experiment"].workload
+        wanted = first_pairs(workload) if "paired" in step.payload else workload.runs
         if recorded is not None and recorded < wanted:
             bench_runs.add(addr)
             more_runs[addr] = (recorded, wanted)
@@ -152,6 +153,8 @@ def make_plan(
                     reason = "no results recorded yet"
             else:
                 action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
+            if action is Action.RUN and "paired" in step.payload:
+                reason += "; " + paired_cost(step)
         elif kind == "launch":
             needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
             alive = step.identity in refresh.servers
@@ -171,7 +174,8 @@ def make_plan(
                     else:
                         reason = "new server"
         elif kind == "provision":
-            needed = any(actions.get(d) in (Action.CREATE, Action.REPLACE) for d in dependants[addr] if graph.steps[d].kind == "launch")
+            needed = any(actions.get(d) in (Action.CREATE, Action.REPLACE) for d in dependants[addr] if graph.steps[d].kind == "launch") \
+                or any(d in bench_runs for d in dependants[addr] if "paired" in graph.steps[d].payload)
             exists = step.identity in refresh.environments
             if exists:
                 action, reason = Action.REUSE, "environment exists"
@@ -213,7 +217,8 @@ def make_plan(
     for addr, change in list(changes.items()):
         if change.kind != "preflight":
             continue
-        starts = [d for d in graph.downstream(addr) if graph.steps[d].kind in ("provision", "launch") and actions.get(d) in (Action.CREATE, Action.REPLACE)]
+        starts = [d for d in graph.downstream(addr) if graph.steps[d].kind in ("provision", "launch") and actions.get(d) in (Action.CREATE, Action.REPLACE)
+                  or d in bench_runs and "paired" in graph.steps[d].payload]
         if starts:
             changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(natural_sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
                                    change.identity, (), change.deps, change.after, change.experiments, change.host)
@@ -232,6 +237,33 @@ def make_plan(
         rerun=rerun,
         targets=tuple(targets),
     )
+
+
+def paired_cost(step) -> str:
+    """What a paired benchmark will cost: pairs (measured afresh: pairs of
+    another apply met another state of the machine), launches, runs, and
+    the budget adaptive pairs may use."""
+    from specdsl.graph.pairs import launches
+
+    workload = step.payload["experiment"].workload
+    pairs = first_pairs(workload)
+    most = max_runs(workload)
+    text = (f"paired with {step.payload['paired'].name} (ABBA): {pairs} pair{'s' if pairs != 1 else ''}, "
+            f"{launches(pairs)} launches, {2 * pairs * workload.block} runs")
+    if most > first_pairs(workload):
+        text += f"; up to {most - pairs} more pairs while undecided"
+    return text
+
+
+def first_pairs(workload) -> int:
+    """Pairs a paired comparison measures first: `runs`, at least 2 (an interval needs two)."""
+    return max(2, workload.runs)
+
+
+def max_runs(workload) -> int:
+    """The adaptive budget: pairs a paired comparison may reach (3 x runs by default)."""
+    most = workload.max_runs if workload.max_runs is not None else 3 * workload.runs
+    return max(first_pairs(workload), most)
 
 
 def _baseline_run(state, track: str) -> str | None:

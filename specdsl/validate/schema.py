@@ -197,6 +197,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "rate": Field(number(0, exclusive=True)),
         "burstiness": Field(number(0, exclusive=True)),
         "runs": Field(integer(1)),
+        "max_runs": Field(integer(1)),
+        "block": Field(integer(1)),
         "warmup": Field(integer(0)),
         "cooldown": Field(duration(positive=False)),
         "timeout": Field(duration()),
@@ -296,6 +298,15 @@ def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) 
                 "`metric` blocks need `command`",
                 span,
                 "metric blocks read the output of your own benchmark script: add `command = [...]`",
+            )
+        )
+        return None
+    if values.get("max_runs") is not None and values["max_runs"] < values.get("runs", 1):
+        diags.append(
+            Diagnostic.error(
+                "`max_runs` is below `runs`",
+                spans.get("max_runs") if isinstance(spans, dict) else span,
+                f"max_runs is the most runs per arm adaptive pairs may reach: give at least runs = {values.get('runs', 1)}",
             )
         )
         return None

@@ -106,12 +106,20 @@ def outcome(result, addr):
 
 def test_one_server_per_machine_checks_while_up_and_promotion(tmp_path, env_root):
     life = tmp_path / "life.txt"
-    text = COMMON + server("slow", 50, life) + server("fast", 100, life) + workload() + '''
+    slow_workload = workload(sleep=1.5, runs=1).replace('workload "w"', 'workload "w2"')
+    text = COMMON + server("slow", 50, life) + server("fast", 100, life) + workload() + slow_workload + '''
 experiment "base" {
   host     = host.a
   stack    = stack.sys
   server   = server.slow
   workload = workload.w
+  assert "some" { tps > 0 }
+}
+experiment "later" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.slow
+  workload = workload.w2
 }
 experiment "cand" {
   host     = host.b
@@ -126,28 +134,32 @@ experiment "cand" {
     hooks = Recording()
     plan, result, state = apply_spec(tmp_path, text, env_root, hooks=hooks)
     assert result.exit_code() == 0, failures(result)
-    # two host blocks, one machine: its servers never overlapped
+    # two host blocks, one machine: its servers never overlapped (base's own
+    # benchmark, then the pairs A | B B | A)
     spans = lives(life)
-    assert len(spans) == 2 and spans[0][1] <= spans[1][0], spans
-    assert result.launches == 2
-    # the baseline's server went first (the candidate's check reads it)
-    assert hooks.events.index(("start", "launch.slow")) < hooks.events.index(("start", "launch.fast"))
-    # the check ran as soon as its results were recorded, before its server was stopped
-    assert hooks.events.index(("finish", "check.cand.faster")) < hooks.events.index(("finish", "teardown.fast"))
-    assert [v.status for _, v in result.verdicts] == ["pass"]
+    assert len(spans) == 4 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+    assert result.launches == 4
+    assert [name.split("@")[0] for name in _names(life)] == ["50", "50", "100", "50"]
+    # a check ran as soon as its results were recorded, while its server still served another benchmark
+    assert hooks.events.index(("finish", "benchmark.base")) < hooks.events.index(("start", "benchmark.later"))
+    assert hooks.events.index(("finish", "check.base.some")) < hooks.events.index(("finish", "benchmark.later"))
+    verdicts = {v.name: v for _, v in result.verdicts}
+    assert verdicts["faster"].status == "pass" and verdicts["faster"].evidence["n"] == 2
     # every planned step has one outcome: the summary counts what the plan listed
     assert sorted(o.addr for o in result.outcomes) == sorted(c.addr for c in plan.changes)
-    # promoted, with the argv of the launch in the lock (read from state)
+    # promoted, with the argv of the candidate's server in the lock (read from state)
     assert state.baseline("t") is not None
     lock = (tmp_path / "stacks" / "t.lock.toml").read_text()
-    assert "walk_double.py" in lock and '"--speed"' in lock
-    launch_runs = [r for r in state.runs if r.step == "launch.fast"]
-    assert launch_runs[-1].argv and "--speed" in launch_runs[-1].argv
+    assert "walk_double.py" in lock and '"100"' in lock
+
+
+def _names(life: Path) -> list[str]:
+    return [line.split()[1] for line in life.read_text().splitlines() if line.startswith("start")]
 
 
 def test_noop_reapply_writes_nothing_and_counts_every_step(tmp_path, env_root):
     life = tmp_path / "life.txt"
-    text = COMMON + server("s", 70, life) + workload(runs=1) + '''
+    text = COMMON + server("s", 70, life) + workload(runs=2) + '''
 experiment "e" {
   host     = host.a
   stack    = stack.sys
@@ -271,3 +283,18 @@ experiment "e" {
     import json
     doc = json.loads((tmp_path / ".specdsl" / result.folder / "result.json").read_text())
     assert [r["index"] for r in doc["runs"]] == [0, 1, 2, 3]
+
+
+def test_console_keeps_cell_names_that_look_like_markup():
+    import io
+
+    from specdsl.apply import Outcome
+    from specdsl.cli.apply_view import ConsoleHooks
+
+    out = io.StringIO()
+    hooks = ConsoleHooks(stream=out)
+    addr = "benchmark.sweep[backend=fa3,concurrency=16]"
+    hooks.start(addr, "benchmark")
+    hooks.finish(Outcome(addr, "benchmark", Status.FAILED, Reason.ERROR, "boom [x=1]"))
+    hooks.close()
+    assert out.getvalue().count(addr) == 2 and "boom [x=1]" in out.getvalue()

@@ -21,16 +21,17 @@ def test_empty_state_plans_everything(spec_cfg):
     acts = actions(plan)
     assert acts["provision.s"] is Action.CREATE  # one environment shared by both experiments
     assert [a for a in acts if a.startswith("provision.")] == ["provision.s"]
-    assert acts["launch.tiny"] is Action.CREATE and acts["launch.tiny/cand"] is Action.CREATE
+    assert acts["launch.tiny"] is Action.CREATE and "launch.tiny/cand" not in acts  # the pairs start their own servers
     assert acts["benchmark.base"] is Action.RUN and acts["benchmark.cand"] is Action.RUN
+    assert "paired with base (ABBA)" in plan.change("benchmark.cand").reason
     assert acts["check.cand.faster"] is Action.CHECK
     assert acts["promote.cand"] is Action.PROMOTE
     assert acts["teardown.tiny"] is Action.DESTROY
     assert acts["preflight.local"] is Action.RUN
     assert plan.has_changes
-    # the baseline's benchmark runs first: an ordering edge
-    assert "benchmark.base" in graph.steps["benchmark.cand"].after
-    assert set(graph.steps["check.cand.faster"].deps) == {"benchmark.cand", "benchmark.base"}
+    # the candidate's benchmark holds both arms: its checks read it alone
+    assert graph.steps["benchmark.cand"].payload["paired"].name == "base"
+    assert set(graph.steps["check.cand.faster"].deps) == {"benchmark.cand"}
 
 
 def test_applied_state_gives_no_changes(spec_cfg):
@@ -48,11 +49,9 @@ def test_changed_server_arg_replaces_launch_with_reason(tmp_path, spec_cfg):
     state = applied_state(graph)
     changed = resolve_text(tmp_path, SPEC.replace('attention-backend = "flashinfer"', 'attention-backend = "fa3"'), "y.spec")
     _, plan = plan_for(changed, state)
-    launch = plan.change("launch.tiny/cand")
-    assert launch.action is Action.REPLACE
-    assert launch.reason == 'args.attention-backend: "flashinfer" -> "fa3"'
-    bench = plan.change("benchmark.cand")
-    assert bench.action is Action.RUN and bench.reason == "launch.tiny/cand changes"
+    bench = plan.change("benchmark.cand")  # paired: the candidate arm's server is part of it
+    assert bench.action is Action.RUN
+    assert bench.reason.startswith('arms.candidate.server.args.attention-backend: "flashinfer" -> "fa3"'), bench.reason
     assert plan.change("benchmark.base").action is Action.REUSE
     assert plan.change("launch.tiny").action is Action.REUSE
     assert plan.change("provision.s").action is Action.REUSE
@@ -134,7 +133,7 @@ def test_plan_output_is_the_same_bytes_under_other_hash_seeds(tmp_path, monkeypa
         assert capsys.readouterr().out.encode() == a, args
     # and the text view
     a, b = (_plan_in_process(cases[0], seed, []) for seed in ("0", "4242"))
-    assert a == b and b"-/+ launch.tiny/cand" in a
+    assert a == b and b"> benchmark.cand" in a
 
 
 def test_identity_ignores_names_and_arg_order(tmp_path):

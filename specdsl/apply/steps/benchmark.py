@@ -18,16 +18,27 @@ from specdsl import bench, servers
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, planned_reuse
+from specdsl.hosts import host_key
 from specdsl.plan.model import Action
 
 
 class Benchmark:
     soft_after = True  # a baseline's benchmark first is a preference: the server order follows it
+    one_at_a_time = True  # two benchmarks never load one server at once
+
+    def session_key(self, walk, step) -> str | None:
+        """A paired benchmark starts its arms' servers itself: it holds its
+        machine's GPUs while it runs (a plain one runs inside its launch's session)."""
+        if "paired" in step.payload and walk.action(step.addr) is Action.RUN:
+            return f"{host_key(step.payload['host'])}/gpus"
+        return None
 
     def run(self, ctx: StepContext) -> Outcome:
         walk, step = ctx.walk, ctx.step
         if walk.action(ctx.addr) is not Action.RUN:
             return planned_reuse(ctx)
+        if "paired" in step.payload:
+            return self._paired(ctx)
         launch = step.deps[0]
         handle = walk.handles.get(launch)
         if handle is None:
@@ -65,6 +76,39 @@ class Benchmark:
         ctx.writer.step_done(step, run)
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
         return completed(ctx, summary, str(folder))
+
+
+    def _paired(self, ctx: StepContext) -> Outcome:
+        from specdsl.apply import judge
+        from specdsl.apply.steps import paired
+
+        exp = ctx.step.payload["experiment"]
+        env = judge_env(ctx.walk, exp)
+
+        def more(doc: dict) -> bool:
+            base, cand, pairs = judge.blocks_of(doc, doc.get("effective", {}).get("B", {}))
+            verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs), env, adaptive=True)
+            look = judge.schedule_for(exp.workload)
+            n = len(pairs)
+            if look is not None and n not in look.looks():
+                return True  # between looks: measure up to the next one
+            return judge.undecided(verdicts)
+
+        doc, effective = paired.run_paired(ctx, more)
+        metrics = paired.record(ctx, doc, effective, doc["launches"])
+        summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
+        return completed(ctx, f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches; candidate {summary}", str(ctx.folder))
+
+
+def judge_env(walk, exp) -> dict:
+    env = {f"var.{k}": v for k, v in walk.variables.items()}
+    env.update({f"matrix.{k}": v for k, v in exp.matrix})
+    return env
+
+
+def medians_of_runs(runs: list[dict]) -> dict[str, float]:
+    """Each scalar metric's median across runs (given as result.json runs)."""
+    return medians(bench.BenchResult(runs=tuple(bench.RunResult.from_json(r) for r in runs)))
 
 
 def prior_runs(ctx: StepContext, wanted: int) -> list:

@@ -4,10 +4,10 @@ when it is new: a re-apply that decides the same thing writes nothing."""
 
 from __future__ import annotations
 
-from specdsl.apply import checks
+from specdsl.apply import checks, judge
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
-from specdsl.apply.results import baseline_results, load_results
+from specdsl.apply.results import baseline_results, document_of, effective_of, load_results, per_run
 from specdsl.state import new_run_id, utc_now
 
 
@@ -16,12 +16,21 @@ class Check:
         walk, step = ctx.walk, ctx.step
         exp = step.payload["experiment"]
         state, state_dir = ctx.writer.state, ctx.writer.state_dir
-        mine = load_results(state, state_dir, walk.graph.steps[step.deps[0]].identity)
-        baseline = baseline_results(state, state_dir, exp, walk.graph)
+        bench_step = walk.graph.steps[step.deps[0]]
+        run = state.result(bench_step.identity)
         env = {f"var.{k}": v for k, v in walk.variables.items()}
         env.update({f"matrix.{k}": v for k, v in exp.matrix})
+        doc = document_of(run, state_dir) if run is not None and "paired" in bench_step.payload else None
+        if doc is not None and doc.get("pairs"):
+            base, cand, pairs = judge.blocks_of(doc, effective_of(run))
+            measured, adaptive = judge.Measured(cand, base, pairs), True
+        else:
+            mine = load_results(state, state_dir, bench_step.identity)
+            baseline = baseline_results(state, state_dir, exp, walk.graph)
+            measured, adaptive = judge.Measured(mine, baseline, candidate_runs=per_run(run, state_dir),
+                                                baseline_note=baseline_note(state, exp)), False
         assertion = step.payload["assertion"]
-        verdict = checks.check(assertion.name, assertion.expr, mine, baseline, env)
+        verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
         with walk.mutex:
             walk.verdicts[ctx.addr] = verdict
             walk.result.verdicts.append((exp.name, verdict))
@@ -34,3 +43,15 @@ class Check:
                                         metrics={"pass": 1.0 if verdict.status == checks.PASS else 0.0})
             ctx.writer.step_done(step, run)
         return Outcome(ctx.addr, step.kind, Status.COMPLETED, Reason.DONE, verdict.detail, verdict=verdict.status)
+
+
+def baseline_note(state, exp) -> str:
+    """How a baseline not measured alongside was measured."""
+    if exp.baseline is None:
+        return ""
+    if exp.baseline.kind == "experiment":
+        return f"baseline {exp.baseline.name} was measured apart (another machine): drift between them is not controlled"
+    base = state.baseline(exp.baseline.name)
+    run = state.run(base.run) if base is not None else None
+    when = run.finished if run is not None else "an unknown time"
+    return f"baseline: the recorded result of track {exp.baseline.name} (measured {when}): drift since then is not controlled"

@@ -27,8 +27,9 @@ class Promote:
         state = ctx.writer.state
         run = state.result(walk.graph.steps[cells["benchmark"]].identity)
         prov = cells["provision"]
-        launch_identity = walk.graph.steps[cells["launch"]].identity
-        argv = next((r.argv for r in reversed(state.runs) if r.identity == launch_identity and r.argv), ())
+        # the argv of the candidate's server: its launch's run, or the paired benchmark's own run
+        launch_identity = walk.graph.steps[cells["launch"]].identity if "launch" in cells else None
+        argv = run.argv or next((r.argv for r in reversed(state.runs) if r.identity == launch_identity and r.argv), ())
         lock = write_stack_lock(walk.spec_dir, exp.promote, exp,
                                 env_summary(walk.envs.get(prov), state, walk.graph.steps[prov].identity),
                                 list(argv), run.id, dict(run.metrics))

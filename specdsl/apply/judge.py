@@ -1,0 +1,229 @@
+"""From recorded measurements to verdicts with their evidence.
+
+An assertion is read by its shape:
+- **ratio**: a candidate term against a baseline term times a constant
+  (`output_throughput >= baseline.output_throughput * 1.03`,
+  `p99(itl) <= p99(baseline.itl) * 1.10`). Paired (both arms measured here,
+  ABBA): each pair's two block values give a log ratio; a one-sided paired t
+  interval decides (specdsl.verdict). Not paired (the baseline ran on
+  another machine, or is a track's recorded result): the baseline's value is
+  taken as a constant and the candidate's per-run values decide, and the
+  verdict says that drift between the two is not controlled (and, for a
+  track, how old the baseline is).
+- **absolute**: a candidate term against a constant (`p99(itl) <= 50ms`):
+  a t interval on the term's per-run (per-block) values.
+- anything else (`effective.*`, `var.*`, boolean logic): exact.
+Ratio and absolute assertions are *gating*: those of one experiment are
+corrected together (Holm), each decided at its Holm level; with adaptive
+pairs, at the look's level of the sequential schedule.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from specdsl.apply import checks
+from specdsl.apply.checks import Results
+from specdsl.model import ast
+from specdsl.plan.diff import first_pairs, max_runs
+
+ALPHA = 0.05
+_FLIP = {">=": "<=", ">": "<", "<=": ">=", "<": ">"}
+_CANDIDATE, _BASELINE, _CONST, _MIXED = "candidate", "baseline", "constant", "mixed"
+
+
+@attrs.frozen
+class Shape:
+    kind: str  # "ratio", "absolute" or "exact"
+    op: str = ""
+    candidate: Any = None  # the candidate's term
+    baseline: Any = None  # the baseline's term (ratio)
+    k: Any = None  # the constant: a factor (ratio) or the threshold (absolute), an expression
+
+
+def _side(expr) -> str:
+    """Which measurements an expression reads."""
+    if isinstance(expr, (ast.Number, ast.Quantity, ast.String, ast.Bool)):
+        return _CONST
+    if isinstance(expr, ast.Ref):
+        head = expr.parts[0]
+        if head in ("var", "matrix"):
+            return _CONST
+        if head == "effective":
+            return _MIXED
+        return _BASELINE if head == "baseline" else _CANDIDATE
+    if isinstance(expr, ast.Call):
+        return _side(expr.args[0]) if expr.args else _MIXED
+    if isinstance(expr, ast.Neg):
+        return _side(expr.operand)
+    if isinstance(expr, ast.BinOp) and expr.op in ("+", "-", "*", "/"):
+        a, b = _side(expr.left), _side(expr.right)
+        if a == b or b == _CONST:
+            return a
+        return b if a == _CONST else _MIXED
+    return _MIXED
+
+
+def shape_of(expr) -> Shape:
+    if not (isinstance(expr, ast.BinOp) and expr.op in _FLIP):
+        return Shape("exact")
+    left, right, op = expr.left, expr.right, expr.op
+    if _side(left) != _CANDIDATE:
+        left, right, op = right, left, _FLIP[op]
+    if _side(left) != _CANDIDATE:
+        return Shape("exact")
+    if _side(right) == _CONST:
+        return Shape("absolute", op, left, None, right)
+    factor, base = _split_factor(right)
+    if base is not None and _side(base) == _BASELINE:
+        return Shape("ratio", op, left, base, factor)
+    return Shape("exact")
+
+
+def _split_factor(expr):
+    """(factor expression or None, baseline term) of `B`, `B * k`, `k * B`, `B / d`."""
+    if _side(expr) == _BASELINE and not (isinstance(expr, ast.BinOp) and expr.op in ("*", "/")):
+        return None, expr
+    if isinstance(expr, ast.BinOp) and expr.op == "*":
+        if _side(expr.right) == _CONST and _side(expr.left) == _BASELINE:
+            return expr.right, expr.left
+        if _side(expr.left) == _CONST and _side(expr.right) == _BASELINE:
+            return expr.left, expr.right
+    if isinstance(expr, ast.BinOp) and expr.op == "/" and _side(expr.right) == _CONST and _side(expr.left) == _BASELINE:
+        return ast.BinOp("/", ast.Number(1.0), expr.right), expr.left
+    return None, None
+
+
+@attrs.frozen
+class Measured:
+    """What an experiment's checks read: paired blocks, or runs apart."""
+
+    mine: Results | None
+    baseline: Results | None
+    pairs: tuple[tuple[Results, Results], ...] = ()  # (baseline block, candidate block) per complete pair
+    candidate_runs: tuple[Results, ...] = ()  # one Results per run, when not paired
+    baseline_note: str = ""  # for a baseline not measured alongside
+
+
+def blocks_of(doc: dict, effective: dict) -> tuple[Results, Results, tuple[tuple[Results, Results], ...]]:
+    """(all baseline runs, all candidate runs, per pair blocks) of a paired result."""
+    runs = {r["index"]: r for r in doc.get("runs", ())}
+
+    def results(indexes) -> Results:
+        return Results.from_bench({"runs": [runs[i] for i in indexes if i in runs]}, effective)
+
+    pairs, a_all, b_all = [], [], []
+    for p in doc.get("pairs", ()):
+        by_arm = {b["arm"]: b["runs"] for b in p["blocks"]}
+        pairs.append((results(by_arm.get("A", ())), results(by_arm.get("B", ()))))
+        a_all += by_arm.get("A", [])
+        b_all += by_arm.get("B", [])
+    eff_a = dict(doc.get("effective", {}).get("A", {}))
+    return (attrs.evolve(results(a_all), effective=eff_a), results(b_all), tuple(pairs))
+
+
+def _value(term, mine, baseline, env) -> float:
+    return float(checks.evaluate(term, mine, baseline, env, []))
+
+
+def _constant(expr, env) -> float:
+    return float(checks.evaluate(expr, None, None, env, []))
+
+
+def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, schedule=None) -> checks.Verdict:
+    """The verdict of one assertion at level `alpha` (its Holm level)."""
+    from specdsl import verdict as v
+
+    shape = shape_of(expr)
+    if shape.kind == "exact":
+        return checks.check(name, expr, measured.mine, measured.baseline, env)
+    try:
+        if shape.kind == "ratio":
+            k = _constant(shape.k, env) if shape.k is not None else 1.0
+            if measured.pairs:
+                pairs = [(_value(shape.baseline, None, a, env), _value(shape.candidate, b, None, env)) for a, b in measured.pairs]
+                if schedule is not None and len(pairs) >= 2:
+                    d = v.sequential_decision(pairs, shape.op, k, schedule, alpha=alpha)
+                else:
+                    d = v.ratio_decision(pairs, shape.op, k, alpha=alpha)
+                return _verdict(name, d, gating=True)
+            if measured.baseline is None:
+                return checks.Verdict(name, "error", "the baseline has no results", gating=True)
+            base = _value(shape.baseline, None, measured.baseline, env)
+            values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
+            d = v.absolute_decision(values, shape.op, base * k, alpha=alpha)
+            note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
+            return _verdict(name, d, gating=True, note=f"baseline value {base:.4g} x {k:g}; {note}")
+        threshold = _constant(shape.k, env)
+        if measured.pairs:
+            values = [_value(shape.candidate, b, None, env) for _a, b in measured.pairs]
+        else:
+            values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
+        return _verdict(name, v.absolute_decision(values, shape.op, threshold, alpha=alpha), gating=True)
+    except checks.Missing as exc:
+        return checks.Verdict(name, "error", str(exc), gating=True)
+    except (TypeError, ValueError, ZeroDivisionError) as exc:
+        return checks.Verdict(name, "error", f"cannot compute: {exc}", gating=True)
+
+
+def _verdict(name: str, d, *, gating: bool, note: str = "") -> checks.Verdict:
+    detail = d.line() + (f"; {note}" if note else "")
+    evidence = {"estimate": d.estimate, "low": d.low, "high": d.high, "level": d.level, "n": d.n, "threshold": d.threshold,
+                "op": d.op, "mde": d.mde, "method": d.method, "verdict": d.verdict.value}
+    return checks.Verdict(name, d.verdict.value, detail, gating=gating, evidence=evidence)
+
+
+def schedule_for(workload):
+    """The looks of adaptive pairs, or None when the budget allows no more."""
+    from specdsl.verdict import LookSchedule
+
+    first, most = first_pairs(workload), max_runs(workload)
+    if most <= first:
+        return None
+    return LookSchedule(first=first, step=max(1, first // 2), max=most, alpha=ALPHA)
+
+
+def judge_experiment(exp, measured: Measured, env: dict, *, adaptive: bool = False) -> dict[str, checks.Verdict]:
+    """Every assertion of `exp`, the gating ones corrected together (Holm)."""
+    from specdsl.verdict import holm
+
+    schedule = schedule_for(exp.workload) if adaptive and measured.pairs else None
+    gating = [a for a in exp.asserts if shape_of(a.expr).kind != "exact"]
+    out: dict[str, checks.Verdict] = {}
+    if gating:
+        found: dict[str, checks.Verdict] = {}
+
+        def tester(a):
+            def at(level):
+                found[a.name] = decide(a.name, a.expr, measured, env, alpha=level, schedule=schedule)
+                return _as_decision(found[a.name])
+            return at
+
+        result = holm([tester(a) for a in gating], ALPHA, side="pass")
+        for a, level in zip(gating, result.alphas):
+            verdict = decide(a.name, a.expr, measured, env, alpha=level, schedule=schedule)
+            if len(gating) > 1:
+                verdict = attrs.evolve(verdict, detail=f"{verdict.detail}; Holm over {len(gating)} gating assertions: level {1 - level:.4g}")
+            out[a.name] = verdict
+    for a in exp.asserts:
+        if a.name not in out:
+            out[a.name] = decide(a.name, a.expr, measured, env, alpha=ALPHA)
+    return out
+
+
+def _as_decision(verdict: checks.Verdict):
+    """What Holm's step-down needs of a verdict: a Decision-like PASS test."""
+    from specdsl.verdict import Decision, Verdict
+
+    ev = verdict.evidence or {}
+    status = {"pass": Verdict.PASS, "fail": Verdict.FAIL, "inconclusive": Verdict.INCONCLUSIVE}.get(verdict.status, Verdict.ERROR)
+    return Decision(status, ev.get("estimate", float("nan")), ev.get("low", float("nan")), ev.get("high", float("nan")),
+                    ev.get("level", 0.95), ev.get("n", 0), ev.get("threshold", float("nan")), ev.get("op", ">="), ev.get("mde"),
+                    ev.get("method", ""), verdict.detail)
+
+
+def undecided(verdicts: dict[str, checks.Verdict]) -> bool:
+    """Whether more pairs could decide something: a gating verdict is inconclusive."""
+    return any(v.gating and v.status == "inconclusive" for v in verdicts.values())
