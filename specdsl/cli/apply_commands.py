@@ -27,6 +27,8 @@ def add_parsers(sub) -> None:
     p.add_argument("file", metavar="FILE|PLANFILE", help="a spec (planned now) or a saved plan (applied exactly)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.add_argument("--no-refresh", action="store_true", help="plan from recorded state alone")
+    p.add_argument("--json", action="store_true",
+                   help="print the outcome as JSON on stdout (schema: docs/apply.md); progress stays on stderr")
     add_common(p)
     p.set_defaults(handler=cmd_apply)
 
@@ -83,8 +85,9 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
         if plan is None:
             return EXIT_ERROR
-    sys.stdout.write(render_text(plan))
-    sys.stdout.flush()
+    if not args.json:
+        sys.stdout.write(render_text(plan))
+        sys.stdout.flush()
     if saved is None and plan.has_changes and not args.yes:
         if not sys.stdin.isatty():
             error("apply changes things: confirm with --yes (stdin is not a terminal)")
@@ -104,7 +107,12 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
     finally:
         _restore_signals(previous)
         hooks.close()
-    print_result(result, plan)
+    if args.json:
+        from specdsl.cli.apply_json import render_apply_json
+
+        sys.stdout.write(render_apply_json(result, plan, state_dir))
+    else:
+        print_result(result, plan)
     return result.exit_code()
 
 

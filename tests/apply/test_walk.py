@@ -298,3 +298,66 @@ def test_console_keeps_cell_names_that_look_like_markup():
     hooks.finish(Outcome(addr, "benchmark", Status.FAILED, Reason.ERROR, "boom [x=1]"))
     hooks.close()
     assert out.getvalue().count(addr) == 2 and "boom [x=1]" in out.getvalue()
+
+
+def _drifting(name: str, speed: float, life: Path, epoch: float, seed: int) -> str:
+    return server(name, speed, life, "--drift", "0.05", "--epoch", f"{epoch:.3f}", "--noise", "0.02", "--seed", str(seed))
+
+
+def _pair_spec(base: str, cand: str, margin: str, runs: int = 3) -> str:
+    return COMMON + base + cand + workload(runs=runs) + f'''
+experiment "base" {{
+  host     = host.a
+  stack    = stack.sys
+  server   = server.b
+  workload = workload.w
+}}
+experiment "cand" {{
+  host     = host.a
+  stack    = stack.sys
+  server   = server.c
+  workload = workload.w
+  baseline = experiment.base
+  assert "faster" {{ tps >= baseline.tps * {margin} }}
+}}
+'''
+
+
+def test_aa_pairs_under_drift_never_pass_a_margin_they_do_not_have(tmp_path, env_root):
+    # the same server on both arms, a machine that speeds up 5% a second and
+    # 2% noise: the candidate is not 5% faster, whatever order the arms ran in
+    import time
+
+    life = tmp_path / "life.txt"
+    epoch = time.time()
+    text = _pair_spec(_drifting("b", 100, life, epoch, 1), _drifting("c", 100, life, epoch, 2), "1.05")
+    _, result, state = apply_spec(tmp_path, text, env_root)
+    verdict = next(v for _, v in result.verdicts if v.name == "faster")
+    assert verdict.status in ("fail", "inconclusive"), verdict.detail
+    assert verdict.evidence["low"] < 1.05 or verdict.evidence["high"] < 1.05
+    assert 0.9 < verdict.evidence["estimate"] < 1.1, verdict.detail  # drift cancelled by the ABBA order
+
+
+def test_a_known_effect_passes_with_its_interval_and_the_json_says_so(tmp_path, env_root):
+    import json
+    import subprocess
+    import time
+
+    life = tmp_path / "life.txt"
+    epoch = time.time()
+    text = _pair_spec(_drifting("b", 100, life, epoch, 3), _drifting("c", 130, life, epoch, 4), "1.1")
+    (tmp_path / "walk.spec").write_text(text)
+    env = dict(os.environ, SPECDSL_ENV_ROOT=str(env_root))
+    proc = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", "walk.spec", "--yes", "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["format_version"] == 1 and doc["exit_code"] == 0
+    (verdict,) = [v for v in doc["verdicts"] if v["assertion"] == "faster"]
+    ev = verdict["evidence"]
+    assert verdict["verdict"] == "pass" and verdict["gating"] is True
+    assert ev["low"] > 1.1 and ev["high"] is None and ev["n"] >= 3 and ev["threshold"] == 1.1
+    assert 1.2 < ev["estimate"] < 1.4
+    (bench,) = [b for b in doc["benchmarks"] if b["addr"] == "benchmark.cand"]
+    assert [[blk["arm"] for blk in p["blocks"]] for p in bench["pairs"]][:3] == [["A", "B"], ["B", "A"], ["B", "A"]]
+    assert {s["status"] for s in doc["steps"]} <= {"completed", "reused"}

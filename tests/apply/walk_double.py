@@ -2,8 +2,11 @@
 starts in milliseconds, reports a fixed speed, and appends its life to a file.
 
     python walk_double.py PORT --speed TPS --life FILE [--fail-start]
+                          [--drift FRACTION_PER_S --epoch T] [--noise CV --seed N]
 
-`GET /speed` answers `{"tps": TPS}`; `/health` 200; POST answers a
+`GET /speed` answers `{"tps": TPS}`, or with `--drift` a speed that drifts
+linearly from wall time `--epoch` (the same machine drift for every server
+of a test), and with `--noise` a seeded Gaussian noise of that CV; `/health` 200; POST answers a
 completion. The life file gets `start NAME T` when it listens and
 `stop NAME T` when it is terminated (SIGTERM), so a test can check that no
 two servers were up at once.
@@ -20,6 +23,19 @@ PORT = int(sys.argv[1])
 SPEED = float(sys.argv[sys.argv.index("--speed") + 1])
 LIFE = sys.argv[sys.argv.index("--life") + 1]
 NAME = f"{SPEED:g}@{PORT}"
+
+
+def _opt(name, default):
+    return float(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+
+
+DRIFT, EPOCH, NOISE = _opt("--drift", 0.0), _opt("--epoch", 0.0), _opt("--noise", 0.0)
+RNG = __import__("random").Random(int(_opt("--seed", 0)) * 100003 + PORT)
+
+
+def speed() -> float:
+    value = SPEED * (1 + DRIFT * (time.time() - EPOCH)) if DRIFT else SPEED
+    return value * (1 + NOISE * RNG.gauss(0, 1)) if NOISE else value
 
 
 def note(what: str) -> None:
@@ -48,7 +64,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/health":
             self._send(200, {})
         elif self.path == "/speed":
-            self._send(200, {"tps": SPEED})
+            self._send(200, {"tps": speed()})
         else:
             self._send(404, {})
 

@@ -1,0 +1,67 @@
+"""`specdsl apply --json`: the outcome of an apply for CI, versioned.
+
+    {"format_version": 1, "exit_code": N, "interrupted": bool, "wall_s": ..., "launches": N,
+     "plan": {... as `plan --json` ...},
+     "steps": [{"addr", "kind", "status", "reason", "detail", "elapsed_s", "log", "root"}],
+     "verdicts": [{"experiment", "assertion", "verdict", "gating", "detail",
+                   "evidence": {"estimate", "low", "high", "level", "n", "threshold", "op", "mde", "method"} | null}],
+     "benchmarks": [{"addr", "run", "runs": [{"index", "metrics"}],
+                     "pairs": [{"pair", "blocks": [{"arm": "A"|"B", "runs": [...], "launch": k}]}]}],
+     "warnings": [...]}
+
+Codes, not prose, are what to match on: `status` and `reason` are the
+values of `apply.Status` and `apply.Reason`; `verdict` is pass, fail,
+inconclusive or error. Infinite interval ends are written as null.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from specdsl.apply.results import document_of
+from specdsl.plan.render import render_json
+from specdsl.state import load_state
+
+FORMAT_VERSION = 1
+
+
+def _num(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def render_apply_json(result, plan, state_dir: Path) -> str:
+    state = load_state(state_dir)
+    benches = []
+    for o in result.outcomes:
+        if o.kind != "benchmark" or state is None:
+            continue
+        change = plan.change(o.addr)
+        run = state.result(change.identity) if change else None
+        if run is None:
+            continue
+        doc = document_of(run, state_dir) or {}
+        benches.append({
+            "addr": o.addr, "run": run.id,
+            "runs": [{"index": r.get("index"), "metrics": r.get("metrics", {})} for r in doc.get("runs", ())],
+            "pairs": doc.get("pairs", []),
+        })
+    out = {
+        "format_version": FORMAT_VERSION,
+        "exit_code": result.exit_code(),
+        "interrupted": result.interrupted,
+        "wall_s": round(result.wall, 3),
+        "launches": result.launches,
+        "plan": json.loads(render_json(plan)),
+        "steps": [{"addr": o.addr, "kind": o.kind, "status": o.status.value, "reason": o.reason.value, "detail": o.detail,
+                   "elapsed_s": round(o.elapsed, 3), "log": o.log, "root": o.root} for o in result.outcomes],
+        "verdicts": [{"experiment": exp, "assertion": v.name, "verdict": v.status, "gating": v.gating, "detail": v.detail,
+                      "evidence": {k: _num(x) for k, x in v.evidence.items()} if v.evidence else None}
+                     for exp, v in result.verdicts],
+        "benchmarks": benches,
+        "warnings": list(result.warnings),
+    }
+    return json.dumps(out, indent=2, sort_keys=True, allow_nan=False) + "\n"
