@@ -56,9 +56,9 @@ def _command_modules(with_apply: bool = True):
 
     modules = [lang_commands, plan_commands]
     if with_apply:
-        from specdsl.cli import apply_commands
+        from specdsl.cli import apply_commands, calibrate_commands
 
-        modules.append(apply_commands)
+        modules += [apply_commands, calibrate_commands]
     return modules
 
 

@@ -194,7 +194,7 @@ def make_plan(
             base = step.content.get("baseline")
             if isinstance(base, dict) and "track" in base:
                 reads.append(f"track {base['track']} baseline")
-            reason = "reads " + ", ".join(reads)
+            reason = "reads " + ", ".join(reads) + noise_note(step, state, spec)
         elif kind == "promote":
             exp = step.payload["experiment"]
             bench_addr = graph.by_experiment[exp.name]["benchmark"]
@@ -237,6 +237,29 @@ def make_plan(
         rerun=rerun,
         targets=tuple(targets),
     )
+
+
+def noise_note(step, state, spec: str) -> str:
+    """For a ratio assertion: the smallest effect it can detect, from the
+    noise `specdsl calibrate` recorded, or how to measure that noise."""
+    from specdsl.model.assert_shape import noise_key, shape_of
+
+    exp = step.payload["experiment"]
+    shape = shape_of(step.payload["assertion"].expr)
+    if shape.kind != "ratio":
+        return ""
+    metric = noise_key(shape.candidate)
+    runs = [r for r in getattr(state, "runs", ()) if r.step == f"calibrate.{exp.name}" and r.status == "completed"]
+    sd = dict(runs[-1].metrics).get(f"noise.{metric}") if runs else None
+    if sd is None:
+        return f"; noise of {metric} unknown: measure it with `specdsl calibrate {spec} {exp.name}`"
+    from specdsl.verdict import mde_ratio
+
+    first, most = first_pairs(exp.workload), max_runs(exp.workload)
+    at = f"{mde_ratio(sd, first) - 1:.1%} at {first} pairs"
+    if most > first:
+        at += f", {mde_ratio(sd, most) - 1:.1%} at {most}"
+    return f"; detectable effect {at} (noise {sd:.3g}, calibrated {runs[-1].finished})"
 
 
 def paired_cost(step) -> str:

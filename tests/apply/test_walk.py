@@ -361,3 +361,31 @@ def test_a_known_effect_passes_with_its_interval_and_the_json_says_so(tmp_path, 
     (bench,) = [b for b in doc["benchmarks"] if b["addr"] == "benchmark.cand"]
     assert [[blk["arm"] for blk in p["blocks"]] for p in bench["pairs"]][:3] == [["A", "B"], ["B", "A"], ["B", "A"]]
     assert {s["status"] for s in doc["steps"]} <= {"completed", "reused"}
+
+
+def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_path, env_root):
+    import subprocess
+    import time
+
+    life = tmp_path / "life.txt"
+    epoch = time.time()
+    text = _pair_spec(_drifting("b", 100, life, epoch, 5), _drifting("c", 100, life, epoch, 6), "1.03")
+    (tmp_path / "walk.spec").write_text(text)
+    env = dict(os.environ, SPECDSL_ENV_ROOT=str(env_root))
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "specdsl.cli.main", *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env=env)
+
+    before = cli("plan", "--no-refresh", "walk.spec")
+    assert "noise of tps unknown: measure it with `specdsl calibrate walk.spec cand`" in before.stdout, before.stdout
+    done = cli("calibrate", "walk.spec", "cand", "--pairs", "4", "--yes")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Noise of cand (4 A/A pairs" in done.stdout and "tps" in done.stdout
+    state = load_state(tmp_path / ".specdsl")
+    (run,) = [r for r in state.runs if r.step == "calibrate.cand"]
+    sd = dict(run.metrics)["noise.tps"]
+    assert 0.0 < sd < 0.2 and run.runs == 4
+    assert len(lives(life)) == 6  # 4 pairs ABBA BAAB = A | BB | A | B | AA | B, and no separate run of the twin
+    after = cli("plan", "--no-refresh", "walk.spec")
+    assert "detectable effect" in after.stdout and f"noise {sd:.3g}" in after.stdout, after.stdout

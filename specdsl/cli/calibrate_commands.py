@@ -1,0 +1,135 @@
+"""`specdsl calibrate FILE EXPERIMENT [--pairs N]`: measure the noise.
+
+The experiment is measured against itself, arm against arm (A/A pairs,
+interleaved as a real comparison is), by an experiment built in code and
+applied with `apply_plan`. The spread of each metric's per-pair log ratio
+is the noise a comparison of this experiment meets; it is recorded in state
+(a run of step `calibrate.EXPERIMENT`, metrics `noise.METRIC`) and `specdsl
+plan` reads it to print each assertion's minimum detectable effect.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from pathlib import Path
+
+import attrs
+
+from specdsl.cli.common import EXIT_ERROR, error, load_spec
+from specdsl.cli.plan_commands import _state_error, add_common
+from specdsl.model import config
+from specdsl.state import StateError, load_state, locked, new_run_id, state_dir_for, utc_now
+
+DEFAULT_PAIRS = 6
+EFFECTS = (0.02, 0.05, 0.10)
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("calibrate", help="measure an experiment against itself (A/A pairs) and record its noise")
+    p.add_argument("file", metavar="FILE", help="the spec")
+    p.add_argument("experiment", metavar="EXPERIMENT", help="the experiment (cell) to measure")
+    p.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, help=f"A/A pairs to measure (default {DEFAULT_PAIRS}, at least 2)")
+    p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    add_common(p, target=False)
+    p.set_defaults(handler=cmd_calibrate)
+
+
+def aa_config(cfg: config.Config, exp: config.Experiment, pairs: int) -> tuple[config.Config, str]:
+    """A config whose one comparison measures `exp` against a copy of itself."""
+    workload = attrs.evolve(exp.workload, runs=pairs, max_runs=pairs)
+    twin = attrs.evolve(exp, name=f"{exp.name}~aa", asserts=(), promote=None, baseline=None, workload=workload)
+    cand = attrs.evolve(exp, name=f"{exp.name}~calibrate", asserts=(), promote=None, workload=workload,
+                        baseline=config.BaselineRef("experiment", twin.name))
+    return attrs.evolve(cfg, experiments=(twin, cand)), cand.name
+
+
+def cmd_calibrate(args) -> int:
+    from specdsl.apply import apply_plan
+    from specdsl.apply.results import document_of
+    from specdsl.apply.judge import blocks_of
+    from specdsl.cli.apply_commands import _on_signals, _restore_signals
+    from specdsl.cli.apply_view import ConsoleHooks
+    from specdsl.graph.build import build_graph
+    from specdsl.plan.diff import make_plan
+    from specdsl.plan.model import Refresh
+    from specdsl.verdict import mde_ratio, noise_of, pairs_needed
+
+    if args.pairs < 2:
+        error("--pairs: at least 2 (an interval needs two pairs)")
+        return EXIT_ERROR
+    loaded = load_spec(args)
+    if loaded is None:
+        return EXIT_ERROR
+    cfg = loaded.resolved.config
+    exp = cfg.experiment(args.experiment)
+    if exp is None:
+        from specdsl.diag import did_you_mean
+
+        names = [e.name for e in cfg.experiments]
+        error(f"no experiment {args.experiment!r} in {args.file}; {did_you_mean(args.experiment, names) or 'experiments: ' + ', '.join(names)}")
+        return EXIT_ERROR
+    aa, cand = aa_config(cfg, exp, args.pairs)
+    graph = build_graph(aa)
+    state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
+    try:
+        with locked(state_dir, "calibrate") as lock:
+            state = load_state(state_dir)
+            plan = make_plan(graph, state, Refresh.from_state(state), spec=args.file, spec_digest=loaded.digest,
+                             rerun=True, targets=(cand,))
+            print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, ABBA).", file=sys.stderr)
+            if not args.yes and not sys.stdin.isatty():
+                error("calibrate runs servers: confirm with --yes (stdin is not a terminal)")
+                return EXIT_ERROR
+            stop = threading.Event()
+            hooks = ConsoleHooks()
+            previous = _on_signals(lambda: (stop.set(), hooks.note("interrupt received: stopping servers")))
+            try:
+                result = apply_plan(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=Path(args.file).parent,
+                                    hooks=hooks, stop=stop, variables=dict(cfg.variables))
+            finally:
+                _restore_signals(previous)
+                hooks.close()
+            if result.exit_code() != 0:
+                error(f"the A/A measurement did not complete (exit {result.exit_code()}); nothing recorded as noise")
+                return result.exit_code()
+            state = load_state(state_dir)
+            run = state.result(graph.steps[f"benchmark.{cand}"].identity)
+            doc = document_of(run, state_dir)
+            base, _, pairs = blocks_of(doc, {})
+            names = sorted({k for r in doc["runs"] for k, v in r.get("metrics", {}).items() if isinstance(v, (int, float))})
+            noise = {}
+            for name in names:
+                values = [(_mean(a, name), _mean(b, name)) for a, b in pairs]
+                if all(x > 0 and y > 0 for x, y in values):
+                    noise[name] = noise_of(values)
+            from specdsl.state import RunRecord
+
+            record = RunRecord(id=new_run_id(), step=f"calibrate.{exp.name}", identity=graph.steps[f"benchmark.{cand}"].identity,
+                               experiment=exp.name, status="completed", started=run.started, finished=utc_now(),
+                               folder=run.folder, metrics={f"noise.{k}": v for k, v in noise.items()}, runs=len(pairs),
+                               reason=f"A/A noise of {exp.name} over {len(pairs)} pairs")
+            from specdsl.state import write_state
+
+            write_state(state_dir, state.with_run(record), lock=lock)
+    except StateError as exc:
+        return _state_error(exc)
+    print(f"Noise of {exp.name} ({len(pairs)} A/A pairs; sd of the per-pair log ratio):")
+    head = "  metric                          sd      " + "  ".join(f"pairs for {e:.0%}" for e in EFFECTS)
+    print(head + f"  MDE at {exp.workload.runs} pairs")
+    for name, sd in sorted(noise.items()):
+        needs = "  ".join(f"{_fmt_pairs(pairs_needed(sd, 1 + e)):>13}" for e in EFFECTS)
+        mde = mde_ratio(sd, max(2, exp.workload.runs)) if sd > 0 else 1.0
+        print(f"  {name:<30} {sd:7.4f}  {needs}  {mde - 1:+.2%}")
+    print(f"\nRecorded in {state_dir / 'state.toml'} as calibrate.{exp.name}; `specdsl plan` uses it.")
+    return 0
+
+
+def _mean(results, name: str) -> float:
+    xs = [r[name] for r in results.runs if name in r]
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def _fmt_pairs(n) -> str:
+    return str(n) if n is not None else "> 1000"
