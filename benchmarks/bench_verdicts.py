@@ -1,7 +1,7 @@
 """Soundness of the verdicts, by simulation: how often does each rule pass
 a candidate that is not better, and how often does it pass one that is?
 
-    python benchmarks/bench_verdicts.py [--applies 10000] [--seed 1] [--fixed 6] [--jobs 2] [--no-write]
+    python benchmarks/bench_verdicts.py [--applies 10000] [--null-walks 500000] [--seed 1] [--fixed 6] [--jobs 2] [--no-write]
 
 Each simulated apply measures a baseline (A) and a candidate (B) as
 adjacent pairs in ABBA/BAAB order (pairs AB, BA, BA, AB, AB, BA, ...), one
@@ -155,16 +155,47 @@ def curve_task(task: tuple[int, int, float, bool]) -> dict[int, float]:
     return {n: float(t_pass_vectorised(simulate(rng, applies, n, 1.06, cv, stressed), 1.03).mean()) for n in range(2, 41)}
 
 
-def spending_task(task: tuple[int, int, str, bool]) -> dict:
-    seed, applies, spending, stressed = task
-    rng = np.random.default_rng([seed, 7, SPENDINGS_ORDER.index(spending), int(stressed)])
+def spending_task(task: tuple[int, int, str, float, bool]) -> dict:
+    seed, applies, spending, cv, stressed = task
+    rng = np.random.default_rng([seed, 7, SPENDINGS_ORDER.index(spending), int(cv * 1000), int(stressed)])
     sched = LookSchedule(first=3, step=2, max=12, spending=spending)
-    b = adaptive_rule(simulate(rng, applies, 12, 1.0, 0.02, stressed), 1.0, sched)
-    p = adaptive_rule(simulate(rng, applies, 12, 1.06, 0.02, stressed), 1.03, sched)
-    return {"spending": spending, "stressed": stressed,
+    b = adaptive_rule(simulate(rng, applies, 12, 1.0, cv, stressed), 1.0, sched)
+    p = adaptive_rule(simulate(rng, applies, 12, 1.06, cv, stressed), 1.03, sched)
+    return {"spending": spending, "stressed": stressed, "cv": cv,
             "levels": [sched.alpha_at(i) for i in range(len(sched.looks()))],
             "false_pass": share(b[0], Verdict.PASS), "power": share(p[0], Verdict.PASS),
             "pairs": (statistics.fmean(b[1]), statistics.fmean(p[1]))}
+
+
+def null_walks_task(task: tuple[int, int, str, str]) -> dict:
+    """Null walks of normal log ratios (no drift, no outliers: the rule
+    alone), vectorised: the share that PASS at some look, with the levels
+    calibrated on t statistics (what specdsl uses) or the z boundaries'
+    nominal levels (the usual shortcut)."""
+    from specdsl.verdict import group_sequential_bounds
+
+    seed, walks, spending, levels_from = task
+    sched = LookSchedule(first=3, step=2, max=12, spending=spending)
+    looks = sched.looks()
+    if levels_from == "t":
+        levels = [sched.alpha_at(i) for i in range(len(looks))]
+    else:
+        incs = tuple(sched.spent_at(i) for i in range(len(looks)))
+        levels = [_dist.norm_sf(c) for c in group_sequential_bounds(tuple(map(float, looks)), incs)]
+    crit = [_dist.t_quantile(1 - a, n - 1) for a, n in zip(levels, looks)]
+    rng = np.random.default_rng([seed, 13, SPENDINGS_ORDER.index(spending), levels_from == "t"])
+    passed = 0
+    for _ in range(walks // 100_000):
+        d = rng.standard_normal((100_000, sched.max))
+        running = np.ones(len(d), bool)
+        hit = np.zeros(len(d), bool)
+        for n, c in zip(looks, crit):
+            m, se = d[:, :n].mean(1), d[:, :n].std(1, ddof=1) / math.sqrt(n)
+            p, f = running & (m - c * se >= 0), running & (m + c * se < 0)
+            hit |= p
+            running &= ~(p | f)
+        passed += int(hit.sum())
+    return {"spending": spending, "from": levels_from, "false_pass": passed / walks, "walks": walks}
 
 
 def bootstrap_task(task: tuple[int, int, int, bool]) -> dict:
@@ -176,14 +207,16 @@ def bootstrap_task(task: tuple[int, int, int, bool]) -> dict:
 
 
 SPENDINGS_ORDER = ("obf", "pocock", "bonferroni")  # the default first
+SPENDING_MODELS = [(0.01, False), (0.02, False), (0.05, False), (0.02, True)]
 
 
 def run(args) -> list[str]:
     from concurrent.futures import ProcessPoolExecutor
 
     models = [(cv, stressed) for stressed in (True, False) for cv in CVS]
-    spend = [(args.seed, args.applies, sp, stressed) for stressed in (True, False) for sp in SPENDINGS_ORDER
-             if sp != SCHEDULE.spending]
+    spend = [(args.seed, args.applies // 2, sp, cv, stressed) for cv, stressed in SPENDING_MODELS for sp in SPENDINGS_ORDER
+             if not (sp == SCHEDULE.spending and cv in CVS)]  # the default's rows come from the main table
+    nulls = [(args.seed, args.null_walks, sp, src) for sp in ("obf", "pocock") for src in ("z", "t")]
     boots = [(args.seed, args.applies, n, stressed) for n in (3, 5) for stressed in (True, False)]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         fm = {(cv, st, sc): pool.submit(scenario_task, (args.seed, args.applies, cv, st, args.fixed, sc))
@@ -191,17 +224,19 @@ def run(args) -> list[str]:
         fc = {(cv, st): pool.submit(curve_task, (args.seed, args.applies, cv, st)) for cv, st in models}
         fs = [pool.submit(spending_task, t) for t in spend]
         fb = [pool.submit(bootstrap_task, t) for t in boots]
+        fn = [pool.submit(null_walks_task, t) for t in nulls]
         results = [dict({sc: fm[cv, st, sc].result() for sc in SCENARIOS}, model=model_name(cv, st),
                         curve=fc[cv, st].result(), cv=cv, stressed=st) for cv, st in models]
-        spendings, bootstraps = [f.result() for f in fs], [f.result() for f in fb]
+        spendings, bootstraps, null_walks = [f.result() for f in fs], [f.result() for f in fb], [f.result() for f in fn]
     # the default spending's rows are the main table's adaptive rule on CV 2%
+    curves = {(r["cv"], r["stressed"]): r["curve"] for r in results}
     for r in results:
-        if r["cv"] == 0.02:
-            spendings.append({"spending": SCHEDULE.spending, "stressed": r["stressed"],
+        if (r["cv"], r["stressed"]) in SPENDING_MODELS:
+            spendings.append({"spending": SCHEDULE.spending, "stressed": r["stressed"], "cv": r["cv"],
                               "levels": [SCHEDULE.alpha_at(i) for i in range(len(SCHEDULE.looks()))],
                               "false_pass": r["boundary"]["adaptive_pass"], "power": r["power"]["adaptive_pass"],
                               "pairs": (r["boundary"]["adaptive_pairs"], r["power"]["adaptive_pairs"])})
-    spendings.sort(key=lambda r: (not r["stressed"], SPENDINGS_ORDER.index(r["spending"])))
+    spendings.sort(key=lambda r: (SPENDING_MODELS.index((r["cv"], r["stressed"])), SPENDINGS_ORDER.index(r["spending"])))
 
     # the vectorised rule used for the power curves is ratio_decision's
     check = simulate(np.random.default_rng(args.seed), 2000, args.fixed, 1.03, 0.02, True)
@@ -235,13 +270,21 @@ def run(args) -> list[str]:
         print(*main_rows[-3:], eff_rows[-1], sep="\n")
 
     sp_rows = ["| noise model | spending | nominal level at 3, 5, 7, 9, 11, 12 pairs | false pass at the boundary | power "
-               "| mean pairs (boundary / power) |", "|---|---|---|---|---|---|"]
+               "| mean pairs (boundary / power) | fixed pairs for the same power |", "|---|---|---|---|---|---|---|"]
     for r in spendings:
         levels = ", ".join(f"{x:.4f}" for x in r["levels"])
-        model = "CV 2%, drift + outliers" if r["stressed"] else "CV 2%, clean"
-        sp_rows.append(f"| {model} | {r['spending']} | {levels} | {pct(r['false_pass'])} | {pct(r['power'])} "
-                       f"| {r['pairs'][0]:.1f} / {r['pairs'][1]:.1f} |")
+        curve = curves[r["cv"], r["stressed"]]
+        equal = next((n for n in sorted(curve) if curve[n] >= r["power"]), None)
+        sp_rows.append(f"| {model_name(r['cv'], r['stressed'])} | {r['spending']} | {levels} | {pct(r['false_pass'])} "
+                       f"| {pct(r['power'])} | {r['pairs'][0]:.1f} / {r['pairs'][1]:.1f} | {equal or 'none up to 40'} |")
         print(sp_rows[-1])
+
+    nw_rows = ["| spending | levels from | false pass of null walks |", "|---|---|---|"]
+    for r in null_walks:
+        src = "t statistics (specdsl)" if r["from"] == "t" else "z boundaries' nominal levels (the shortcut)"
+        nw_rows.append(f"| {r['spending']} | {src} | {100 * r['false_pass']:.2f}% |")
+        print(nw_rows[-1])
+    nw_se = 100 * math.sqrt(0.05 * 0.95 / args.null_walks)
 
     bo_rows = ["| pairs | noise model | percentile bootstrap of the mean log ratio | paired t |", "|---|---|---|---|"]
     for r in bootstraps:
@@ -260,8 +303,13 @@ def run(args) -> list[str]:
         "whose power (same one-sided 5% rule, so the same error rates) reaches the adaptive rule's. With outliers "
         "a longer fixed run is more likely to contain one, so fixed-n power need not grow with n.", "",
         *eff_rows, "",
-        "Alpha spending over the looks (same schedule, CV 2%):", "",
+        f"Alpha spending over the looks (same schedule; {args.applies // 2:,} applies per cell for the other "
+        "spendings, the default's rows are the main table's); \"fixed pairs for the same power\" reads the fixed-n "
+        "power curve of the same noise model:", "",
         *sp_rows, "",
+        f"Why the levels are calibrated on t statistics: {args.null_walks:,} null walks of normal log ratios per row "
+        f"(the rule alone, no drift or outliers; one standard error {nw_se:.3f} points) under the same schedule:", "",
+        *nw_rows, "",
         "A percentile bootstrap (2,000 resamples, one-sided 95% lower bound of the mean log ratio) at few pairs, "
         "against the paired t, at the boundary (false passes):", "",
         *bo_rows, "",
@@ -285,6 +333,7 @@ def main(argv=None) -> int:
     ap.add_argument("--applies", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--fixed", type=int, default=6, help="pairs of the fixed-n rule")
+    ap.add_argument("--null-walks", type=int, default=500_000, help="null walks per row of the z-vs-t table")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (the figures do not depend on it)")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     args = ap.parse_args(argv)
@@ -294,6 +343,7 @@ def main(argv=None) -> int:
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
                f"load average {os.getloadavg()[0]:.1f} at the end")
     cmd = "python benchmarks/bench_verdicts.py" + (f" --applies {args.applies}" if args.applies != 10_000 else "") + \
+        (f" --null-walks {args.null_walks}" if args.null_walks != 500_000 else "") + \
         (f" --seed {args.seed}" if args.seed != 1 else "") + (f" --fixed {args.fixed}" if args.fixed != 6 else "")
     text = "\n".join([
         SECTION, "",

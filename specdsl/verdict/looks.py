@@ -164,11 +164,9 @@ def t_sequential_levels(looks: tuple[int, ...], increments: tuple[float, ...]) -
     that have not crossed before j; the level is 1 - F_t(c_j; n_j - 1). An
     increment of 0 gives level 0 (that look cannot pass).
 
-    The simulation's own error is kept on the safe side: the increments are
-    scaled by 1 - 2 / sqrt(alpha N) (N = 2^20 paths with the mirror images;
-    0.9913 at alpha = 5%), two binomial standard errors of the share of
-    paths that cross, so the levels overspend only if the fixed sample of
-    paths is off by more than two standard errors."""
+    The first look's level is its increment exactly (the t statistic's own
+    distribution); the later ones carry the simulation's error, which
+    `LookSchedule` keeps on the safe side (`SAFETY`)."""
     import numpy as np
 
     if len(looks) != len(increments) or not looks:
@@ -177,22 +175,38 @@ def t_sequential_levels(looks: tuple[int, ...], increments: tuple[float, ...]) -
         raise ValueError(f"looks must increase from 2 pairs or more: {looks}")
     rows = _null_t(looks)
     total = 2 * _PATHS  # each path and its mirror image
-    budget = sum(increments)
-    margin = 1.0 - 2.0 / math.sqrt(budget * total) if budget > 0 else 1.0
     alive = np.ones(total, dtype=bool)
     levels = []
     for j, (n, inc) in enumerate(zip(looks, increments)):
         col = np.concatenate([rows[j], -rows[j]])
-        crossing = int(math.floor(inc * margin * total))
-        running = col[alive]
-        if crossing <= 0:
-            levels.append(0.0)
-            continue
-        crossing = min(crossing, len(running))
-        c = float(np.partition(running, len(running) - crossing)[len(running) - crossing])  # the crossing-th largest
-        levels.append(1.0 - _dist.t_cdf(c, n - 1))
+        if j == 0:  # nothing crossed before: the t distribution itself
+            if inc <= 0:
+                levels.append(0.0)
+                continue
+            c = _dist.t_quantile(1.0 - inc, n - 1)
+            levels.append(inc)
+        else:
+            crossing = int(math.floor(inc * total))  # floor: never more than the increment
+            running = col[alive]
+            if crossing <= 0:
+                levels.append(0.0)
+                continue
+            crossing = min(crossing, len(running))
+            c = float(np.partition(running, len(running) - crossing)[len(running) - crossing])  # crossing-th largest
+            levels.append(1.0 - _dist.t_cdf(c, n - 1))
         alive &= ~(col >= c)
     return tuple(levels)
+
+
+def safety(alpha: float) -> float:
+    """The factor `LookSchedule` scales its increments by before
+    `t_sequential_levels`: 1 - 2 / sqrt(alpha N), N = 2^20 simulated paths
+    with their mirror images (0.9913 at alpha = 5%): two binomial standard
+    errors of the share of paths that cross, so the levels overspend only if
+    the fixed sample of paths is off by more than two standard errors. The
+    same factor for every prefix of a schedule, so a look's level does not
+    depend on the looks after it."""
+    return max(0.0, 1.0 - 2.0 / math.sqrt(alpha * 2 * _PATHS))
 
 
 @attrs.frozen
@@ -260,7 +274,8 @@ class LookSchedule:
             k = len(self.looks())
             return tuple(alpha / k for _ in looks)
         cum = [spent(self.spending, alpha, t) for t in fractions]
-        increments = tuple(max(b - a, 0.0) for a, b in zip([0.0] + cum[:-1], cum))
+        margin = safety(alpha)
+        increments = tuple(max(b - a, 0.0) * margin for a, b in zip([0.0] + cum[:-1], cum))
         return t_sequential_levels(tuple(looks), increments)
 
     def alpha_at(self, look_index: int, alpha: float | None = None) -> float:
