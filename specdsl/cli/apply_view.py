@@ -10,13 +10,12 @@ import time
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from specdsl.apply.outcome import Outcome, Status
 
 _MARK = {Status.COMPLETED: "[green]✓[/]", Status.REUSED: "[cyan]=[/]", Status.FAILED: "[red]✗[/]",
          Status.SKIPPED: "[yellow]-[/]", Status.INTERRUPTED: "[yellow]![/]"}
-_VERDICT_MARK = {"pass": "[green]✓[/]", "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]"}
+_VERDICT_MARK = {"pass": "[green]✓[/]", "fail": "[red]✗[/]", "inconclusive": "[yellow]?[/]", "error": "[red]![/]"}
 PLAIN_PROGRESS_EVERY_S = 10.0
 ADDR_WIDTH = 40  # addresses up to this width keep the columns after them aligned
 
@@ -85,13 +84,12 @@ def print_result(result, plan, stream=None) -> None:
     console = Console(file=stream or sys.stdout, highlight=False, soft_wrap=True)
     counts = result.counts()
     if result.verdicts:
-        table = Table(title="Checks", show_lines=False)
-        for col in ("experiment", "check", "verdict", "values"):
-            table.add_column(col)
+        # one line per verdict, never wrapped: ratio, interval, n, threshold and method together
+        console.print("\nChecks:")
         for exp, v in result.verdicts:
-            color = {"pass": "green", "fail": "red"}.get(v.status, "yellow")
-            table.add_row(escape(exp), escape(v.name), f"[{color}]{v.status}[/]", escape(v.detail))
-        console.print(table)
+            mark = _VERDICT_MARK.get(v.status, "[yellow]![/]")
+            console.print(f"  {mark} ", end="")
+            console.print(f"{exp}: {v.name}  {v.status.upper()}  {v.detail}", markup=False, soft_wrap=True)
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}", markup=True)
     for o in result.outcomes:

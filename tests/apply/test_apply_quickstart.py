@@ -36,7 +36,7 @@ def test_quickstart_applies_checks_and_promotes(quickstart):
     assert len(doc["pairs"]) == paired.runs >= 2
     assert [b["arm"] for b in doc["pairs"][0]["blocks"]] == ["A", "B"]
     assert f"{1 + len(doc['launches'])} server launches" in out
-    assert re.search(r"faster .*ratio \d+\.\d+ \[\d+\.\d+, inf\) >= 1\.5, n=\d+ pairs: PASS", out.replace("\n", " ")), out
+    assert re.search(r"batched: faster  PASS  ratio \d+\.\d+ \[\d+\.\d+, inf\) >= 1\.5, n=\d+ pairs: PASS", out), out
     baseline = state.baseline("quickstart")
     assert baseline is not None and baseline.experiment == "batched"
     promoted = state.run(baseline.run)
