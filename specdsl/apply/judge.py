@@ -84,7 +84,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                     d = v.sequential_decision(pairs, shape.op, k, schedule, alpha=alpha)
                 else:
                     d = v.ratio_decision(pairs, shape.op, k, alpha=alpha)
-                return _verdict(name, d, gating=True)
+                return _verdict(name, d, gating=True, note=_needed(pairs, d, k))
             if measured.baseline is None:
                 return checks.Verdict(name, "error", "the baseline has no results", gating=True)
             base = _value(shape.baseline, None, measured.baseline, env)
@@ -102,6 +102,23 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
         return checks.Verdict(name, "error", str(exc), gating=True)
     except (TypeError, ValueError, ZeroDivisionError) as exc:
         return checks.Verdict(name, "error", f"cannot compute: {exc}", gating=True)
+
+
+def _needed(pairs, d, k: float) -> str:
+    """For an undecided ratio: about how many pairs a decision would need,
+    if the effect is as estimated and the noise as measured."""
+    from specdsl import verdict as v
+
+    if d.verdict is not v.Verdict.INCONCLUSIVE or len(pairs) < 2 or not d.estimate > 0:
+        return ""
+    try:
+        sd = v.noise_of(pairs)
+        need = v.pairs_needed(sd, d.estimate / k if d.estimate != k else 1.0000001, alpha=ALPHA)
+    except ValueError:
+        return ""
+    if need is None:
+        return "a decision would need more than 1000 pairs at this noise and effect"
+    return f"a decision would need about {need} pairs at this noise and effect"
 
 
 def _verdict(name: str, d, *, gating: bool, note: str = "") -> checks.Verdict:

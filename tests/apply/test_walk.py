@@ -389,3 +389,20 @@ def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_p
     assert len(lives(life)) == 6  # 4 pairs ABBA BAAB = A | BB | A | B | AA | B, and no separate run of the twin
     after = cli("plan", "--no-refresh", "walk.spec")
     assert "detectable effect" in after.stdout and f"noise {sd:.3g}" in after.stdout, after.stdout
+
+
+def test_an_undecided_budget_is_inconclusive_and_says_what_a_decision_needs(tmp_path, env_root):
+    import time
+
+    life = tmp_path / "life.txt"
+    epoch = time.time()
+    # 1% faster against a 1% margin, 5% noise, no adaptive budget: undecidable in 3 pairs
+    base = server("b", 100, life, "--noise", "0.05", "--seed", "7")
+    cand = server("c", 101, life, "--noise", "0.05", "--seed", "8")
+    text = _pair_spec(base, cand, "1.01", runs=3).replace("  runs = 3\n", "  runs = 3\n  max_runs = 3\n")
+    _, result, state = apply_spec(tmp_path, text, env_root)
+    verdict = next(v for _, v in result.verdicts if v.name == "faster")
+    assert verdict.status == "inconclusive" and result.exit_code() == 4, verdict.detail
+    assert "a decision would need" in verdict.detail and "pairs" in verdict.detail
+    # the pairs so far are recorded
+    assert state.result(state.runs_of("benchmark.cand")[-1].identity).runs == 3
