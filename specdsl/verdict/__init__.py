@@ -33,7 +33,14 @@ from specdsl.verdict.decision import (
     ratio_decision,
 )
 from specdsl.verdict.holm import HolmResult, holm, holm_adjusted, holm_alphas
-from specdsl.verdict.looks import SPENDINGS, LookSchedule, group_sequential_bounds, sequential_decision, spent
+from specdsl.verdict.looks import (
+    SPENDINGS,
+    LookSchedule,
+    group_sequential_bounds,
+    sequential_decision,
+    spent,
+    t_sequential_levels,
+)
 
 __all__ = [
     "OPS",
@@ -53,4 +60,5 @@ __all__ = [
     "ratio_decision",
     "sequential_decision",
     "spent",
+    "t_sequential_levels",
 ]

@@ -58,7 +58,16 @@ def mde_factor(n: int, alpha: float, power: float) -> float:
         raise ValueError(f"a t test needs 2 observations, not {n}")
     df = n - 1
     crit = t_quantile(1.0 - alpha, df)
-    nc = float(_special().nctdtrinc(df, 1.0 - power, crit))
+    if not math.isfinite(crit):
+        return math.inf
+    if crit > 500:
+        # far in the tail (a level of ~1e-6 with few degrees of freedom) scipy's
+        # root finder slows down without bound; there the noise of the mean is
+        # negligible against nc, T' ~ nc / sqrt(V / df) with V chi-square(df), so
+        # P(T' > crit) = P(V < df (nc / crit)^2) = power (1e-4 relative at crit 1000)
+        nc = crit * math.sqrt(float(_special().chdtri(df, 1.0 - power)) / df)
+    else:
+        nc = float(_special().nctdtrinc(df, 1.0 - power, crit))
     if not math.isfinite(nc):
         return math.inf
     return nc / math.sqrt(n)

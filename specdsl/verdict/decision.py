@@ -139,7 +139,8 @@ def _t_analysis(xs: Sequence[float], op: str, target: float, alpha: float, power
     sd = stats.stdev(xs)
     se = sd / math.sqrt(n)
     crit = _dist.t_quantile(1.0 - alpha, df)
-    lo, hi = m - crit * se, m + crit * se
+    half = crit * se if se > 0 else 0.0  # no spread: the sample is its own bound, even at a level of ~0
+    lo, hi = m - half, m + half
     side, strict = OPS[op]
     if side > 0:
         passed = lo > target if strict else lo >= target
@@ -163,7 +164,8 @@ def _t_analysis(xs: Sequence[float], op: str, target: float, alpha: float, power
     else:
         shown = (lo, hi)
         verdict = Verdict.INCONCLUSIVE
-    return _T(verdict, m, shown[0], shown[1], p_pass, p_fail, _dist.mde_factor(n, alpha, power) * sd)
+    mde = _dist.mde_factor(n, alpha, power) * sd if sd > 0 else 0.0
+    return _T(verdict, m, shown[0], shown[1], p_pass, p_fail, mde)
 
 
 def _log_ratios(pairs: Sequence[tuple[float, float]]) -> list[float] | str:
@@ -186,6 +188,10 @@ def _why_not(pairs: Sequence[tuple[float, float]]) -> str:
             if v <= 0:
                 return f"pair {i}: a value <= 0 (the {who}'s {fmt(v)}); a ratio test needs positive values"
     raise AssertionError("unreachable")
+
+
+def _exp(x: float) -> float:
+    return math.exp(x) if x < 700 else math.inf
 
 
 def ratio_method(alpha: float) -> str:
@@ -220,13 +226,13 @@ def _ratio(pairs: Sequence[tuple[float, float]], op: str, k: float, alpha: float
     if isinstance(ds, str):
         return _error(op, k, n, alpha, method, ds)
     a = _t_analysis(ds, op, math.log(k), alpha)
-    est, low, high = math.exp(a.mean), math.exp(a.low), math.exp(a.high)
-    shown = _interval_text(low, high, floor=0.0 if math.isinf(a.low) else -math.inf)
+    est, low, high = _exp(a.mean), _exp(a.low), _exp(a.high)
+    shown = _interval_text(low, high, floor=0.0)  # a ratio's lower end 0 is never reached
     detail = f"ratio {fmt(est)} {shown} {op} {fmt(k)}, n={n} pairs: {a.verdict.name}"
     if note and a.verdict is Verdict.INCONCLUSIVE:
         detail += note
     return Decision(
-        a.verdict, est, low, high, 1.0 - alpha, n, k, op, math.exp(a.mde), method, detail, a.p_pass, a.p_fail
+        a.verdict, est, low, high, 1.0 - alpha, n, k, op, _exp(a.mde), method, detail, a.p_pass, a.p_fail
     )
 
 
@@ -285,7 +291,7 @@ def mde_ratio(sd_log: float, n: int, *, alpha: float = 0.05, power: float = 0.8)
     _check_size_args(sd_log, alpha, power)
     if n < 2:
         raise ValueError(f"the detectable effect of {n} pairs: needs 2")
-    return math.exp(_dist.mde_factor(int(n), alpha, power) * sd_log)
+    return _exp(_dist.mde_factor(int(n), alpha, power) * sd_log) if sd_log > 0 else 1.0
 
 
 def pairs_needed(

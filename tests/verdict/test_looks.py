@@ -126,3 +126,16 @@ def test_the_schedule_alpha_and_the_call_alpha():
     pairs = [(100.0, 101.0 + i % 3) for i in range(5)]
     assert sequential_decision(pairs, ">=", 1.0, s).level == pytest.approx(1 - s.level_for(5, 0.10))
     assert sequential_decision(pairs, ">=", 1.0, s, alpha=0.05).level == pytest.approx(1 - s.level_for(5, 0.05))
+
+
+def test_a_look_that_spends_nothing_cannot_pass_and_never_gives_nan():
+    """A later look whose increment is below one simulated path (a tiny
+    Holm budget) has level 0: it cannot decide, but reports cleanly."""
+    s = LookSchedule(first=3, step=1, max=40)
+    assert s.level_for(4, 1e-7) == 0.0
+    noisy = [(100.0, 104.0 + i % 3) for i in range(4)]
+    flat = [(100.0, 104.0)] * 4  # no spread at all
+    d = sequential_decision(noisy, ">=", 1.0, s, alpha=1e-7)
+    assert d.verdict is Verdict.INCONCLUSIVE and d.low == 0.0 and d.high == math.inf
+    f = sequential_decision(flat, ">=", 1.0, s, alpha=1e-7)
+    assert f.verdict is Verdict.PASS and f.mde == 1.0 and not math.isnan(f.low)

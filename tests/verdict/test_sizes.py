@@ -74,3 +74,17 @@ def test_a_decision_reports_its_mde():
     d = ratio_decision(pairs, ">=", 1.05)
     sd = math.sqrt(sum((math.log(c / b) - sum(math.log(c / b) for b, c in pairs) / 3) ** 2 for b, c in pairs) / 2)
     assert d.mde == pytest.approx(mde_ratio(sd, 3), rel=1e-12)
+
+
+def test_tiny_levels_give_a_detectable_effect_quickly():
+    """Far in the tail (a look that spends ~nothing) the noncentral t's root
+    finder would take forever; the chi-square limit answers at once."""
+    from scipy import stats as sps
+
+    assert mde_ratio(0.02, 2, alpha=1e-9) == math.inf  # exp overflows: nothing is detectable
+    assert math.isfinite(math.log(mde_ratio(1e-6, 3, alpha=1e-9)))
+    nc = math.log(mde_ratio(1e-6, 3, alpha=1e-7)) * math.sqrt(3) / 1e-6
+    assert sps.nct.sf(sps.t.ppf(1 - 1e-7, 2), 2, nc) == pytest.approx(0.8, abs=1e-3)
+    d = ratio_decision([(1.0, 1.0), (1.0, 2.0)], ">=", 1.0, alpha=1e-12)
+    assert d.verdict is Verdict.INCONCLUSIVE and d.mde == math.inf
+    assert d.detail == "ratio 1.414 (0, inf) >= 1, n=2 pairs: INCONCLUSIVE"
