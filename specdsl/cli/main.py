@@ -15,6 +15,12 @@ from specdsl import __version__
 from specdsl.cli import lang_commands
 
 EXIT_OK, EXIT_ERROR = 0, 1
+# Expressions nest at most 1,000 levels (specdsl.model.build.MAX_DEPTH) and
+# the layers that walk them (hashing, evaluation, checks) recurse a few
+# frames a level: Python's default limit of 1,000 frames is too low for
+# what validate accepts. The bound on depth, not this number, is what keeps
+# the C stack safe.
+RECURSION_LIMIT = 10_000
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     first = argv[0] if argv else None
     thresholds = gc.get_threshold()
+    recursion = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(recursion, RECURSION_LIMIT))
     if first in _PLAN_COMMANDS:
         # A plan is short-lived and its objects (config cells, steps, changes)
         # live until it exits: the cyclic collector's passes over them are
@@ -83,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     finally:
         gc.set_threshold(*thresholds)
+        sys.setrecursionlimit(recursion)
 
 
 if __name__ == "__main__":  # pragma: no cover

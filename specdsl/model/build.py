@@ -19,6 +19,11 @@ from specdsl.model import ast
 from specdsl.syntax.parser import Comment, decode, parse_text
 
 MAX_CHAIN = 500  # operands in one chain of binary operators
+# Levels of one expression in all (operators, brackets, lists, maps): every
+# later layer walks expressions recursively (hashing, evaluation, checks),
+# and the CLI raises Python's recursion limit to fit this bound
+# (specdsl.cli.main), so no expression the builder accepts can exhaust it.
+MAX_DEPTH = 1000
 
 _BINOPS = {"or_": "or", "and_": "and", "add": "+", "sub": "-", "mul": "*", "div": "/"}
 _ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "r": "\r", "/": "/", "0": "\0"}
@@ -26,8 +31,31 @@ _NUMBER = re.compile(r"(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(.*)")
 
 
 class _TooLong(Exception):
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span, deep: bool = False) -> None:
         self.span = span
+        self.deep = deep
+
+
+def depth(expr: ast.Expr) -> int:
+    """How many levels an expression nests (a literal is 1), counted without recursion."""
+    deepest, todo = 0, [(expr, 1)]
+    while todo:
+        node, level = todo.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, ast.BinOp):
+            children = (node.left, node.right)
+        elif isinstance(node, (ast.Not, ast.Neg)):
+            children = (node.operand,)
+        elif isinstance(node, (ast.ListExpr, ast.Call)):
+            children = node.items if isinstance(node, ast.ListExpr) else node.args
+        elif isinstance(node, ast.MapExpr):
+            children = tuple(item.value for item in node.items)
+        elif isinstance(node, ast.Override):
+            children = tuple(item.value for item in node.body if isinstance(item, ast.Attribute))
+        else:
+            continue
+        todo.extend((child, level + 1) for child in children)
+    return deepest
 
 
 def parse_bytes(data: bytes, filename: str, start: str = "start") -> tuple[ast.File | None, list[Diagnostic], str | None]:
@@ -47,6 +75,15 @@ def parse(text: str, filename: str, start: str = "start") -> tuple[ast.File | No
     try:
         file = builder.file(tree)
     except _TooLong as exc:
+        if exc.deep:
+            return None, [
+                Diagnostic.error(
+                    "Expression nested too deeply",
+                    exc.span,
+                    f"an expression may nest at most {MAX_DEPTH} levels (operators, brackets, lists, maps) in all; "
+                    "split it up.",
+                )
+            ]
         return None, [
             Diagnostic.error(
                 "Expression too long",
@@ -231,7 +268,7 @@ class _Builder:
             name = node.children[0]
             return ast.Attribute(
                 str(name),
-                self.expr(node.children[2]),
+                self.checked_depth(self.expr(node.children[2])),
                 span=self.span(node),
                 name_span=self.span(name),
                 comments=self.item_comments(node),
@@ -240,7 +277,7 @@ class _Builder:
         if node.data == "assert_block":
             return ast.Assert(
                 self.string(node.children[1]),
-                self.expr(node.children[3]),
+                self.checked_depth(self.expr(node.children[3])),
                 span=self.span(node),
                 comments=self.item_comments(node),
                 blank_before=blank,
@@ -248,6 +285,11 @@ class _Builder:
         return self.block(node, blank)
 
     # ---- expressions
+    def checked_depth(self, expr: ast.Expr) -> ast.Expr:
+        if depth(expr) > MAX_DEPTH:
+            raise _TooLong(expr.span, deep=True)
+        return expr
+
     def expr(self, node) -> ast.Expr:
         data = node.data
         if data in _BINOPS or data == "compare":

@@ -269,24 +269,61 @@ def expr_text(e: ast.Expr) -> str:
         return e.dotted
     if isinstance(e, ast.Call):
         return f"{e.func}(" + ", ".join(expr_text(a) for a in e.args) + ")"
-    if isinstance(e, ast.Not):
-        return "not " + _paren(e.operand, _prec(e.operand) < 3)
-    if isinstance(e, ast.Neg):
-        inner = _paren(e.operand, _prec(e.operand) < 7)
-        return "- " + inner if inner.startswith("-") else "-" + inner
+    if isinstance(e, (ast.Not, ast.Neg)):
+        return _unary_text(e)
     if isinstance(e, ast.BinOp):
-        p = _PREC[e.op]
-        if p == 4:  # comparisons do not chain
-            left = _paren(e.left, _prec(e.left) <= 4)
-            right = _paren(e.right, _prec(e.right) <= 4)
-        else:
-            left = _paren(e.left, _prec(e.left) < p)
-            right = _paren(e.right, _prec(e.right) <= p)
-        return f"{left} {e.op} {right}"
+        return _binop_text(e)
     text = inline(e)
     if text is None:  # a multi-line structure inside an expression: force one line
         return _force_inline(e)
     return text
+
+
+# Chains are printed without recursion along them: the builder accepts 500
+# operands in one chain (`1 - 1 - ... - 1` is 499 BinOps deep on the left)
+# and as many unary operators, more than Python's recursion limit allows
+# one or two frames each. What is left recursive (a parenthesized operand, a
+# right operand of lower precedence) is bounded by the 64 levels of brackets.
+
+
+def _left_parens(op: ast.BinOp) -> bool:
+    p = _PREC[op.op]
+    return _prec(op.left) <= 4 if p == 4 else _prec(op.left) < p  # comparisons do not chain
+
+
+def _right_parens(op: ast.BinOp) -> bool:
+    p = _PREC[op.op]
+    return _prec(op.right) <= 4 if p == 4 else _prec(op.right) <= p
+
+
+def _binop_text(e: ast.BinOp) -> str:
+    spine = [e]  # the left spine printed without parentheses, outermost first
+    while isinstance(spine[-1].left, ast.BinOp) and not _left_parens(spine[-1]):
+        spine.append(spine[-1].left)
+    innermost = spine[-1]
+    parts = [_paren(innermost.left, _left_parens(innermost))]
+    for op in reversed(spine):
+        parts.append(f" {op.op} {_paren(op.right, _right_parens(op))}")
+    return "".join(parts)
+
+
+def _unary_text(e: ast.Expr) -> str:
+    ops = [e]  # `not not x`, `- -x`: the operators, outermost first
+    operand = e.operand
+    while isinstance(operand, (ast.Not, ast.Neg)) and not _unary_parens(ops[-1]):
+        ops.append(operand)
+        operand = operand.operand
+    text = _paren(operand, _unary_parens(ops[-1]))
+    for op in reversed(ops):
+        if isinstance(op, ast.Not):
+            text = "not " + text
+        else:
+            text = "- " + text if text.startswith("-") else "-" + text
+    return text
+
+
+def _unary_parens(op: ast.Expr) -> bool:
+    return _prec(op.operand) < (3 if isinstance(op, ast.Not) else 7)
 
 
 def _force_inline(e: ast.Expr) -> str:

@@ -37,6 +37,18 @@ class Scope:
     tracks: bool = False  # `track.NAME` allowed (the `baseline` attribute)
 
 
+def nul_error(what: str, span: Span | None) -> Diagnostic:
+    """A NUL character (`\\0`, `\\u0000`) in a value: no program argument,
+    environment variable or file name can hold one, so it is refused here
+    rather than when a server is launched."""
+    return Diagnostic.error(
+        f"{what} contains a NUL character",
+        span,
+        "a NUL (written `\\0` or `\\u0000`) cannot be passed in a program's arguments, its environment "
+        "or a file name; remove it",
+    )
+
+
 def merge(base: V, change: V) -> V:
     """Maps merge key by key (recursively); lists and scalars replace."""
     if isinstance(base.value, dict) and isinstance(change.value, dict):
@@ -59,6 +71,9 @@ def evaluate(expr: ast.Expr, scope: Scope, diags: list[Diagnostic]) -> V:
     span = expr.span
     if isinstance(expr, (ast.Number, ast.Quantity)) and expr.value in (math.inf, -math.inf):
         return V(INVALID, span)  # "Number out of range", reported by the builder
+    if isinstance(expr, ast.String) and "\0" in expr.value:
+        diags.append(nul_error("String", span))
+        return V(INVALID, span)
     if isinstance(expr, (ast.Number, ast.String, ast.Bool)):
         return V(expr.value, span)
     if isinstance(expr, ast.Quantity):
@@ -70,6 +85,9 @@ def evaluate(expr: ast.Expr, scope: Scope, diags: list[Diagnostic]) -> V:
         out: dict[str, V] = {}
         keys: dict[str, Span | None] = {}
         for item in expr.items:
+            if "\0" in item.key:
+                diags.append(nul_error("Map key", _key_span(item)))
+                continue
             if item.key in out:
                 diags.append(Diagnostic.error(f"Duplicate key `{item.key}`", item.span, "each key may appear once in a map"))
             out[item.key] = evaluate(item.value, scope, diags)
