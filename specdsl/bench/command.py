@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from specdsl import private
 from specdsl.bench.results import BenchError, BenchResult, RunResult
 from specdsl.hosts import Cancelled, Host, HostError
 from specdsl.model.placeholders import expand_argv
@@ -141,7 +142,7 @@ def run_command_workload(
     if not workload.metrics:
         raise BenchError(f"workload {workload.name!r}: a command workload needs at least one metric rule")
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private.make_dirs(out_dir)
     there = host.run_folder(out_dir)
     argv = expand_command(workload.command, host=server_host, port=port, model=model)
     runs: list[RunResult] = []
@@ -156,7 +157,7 @@ def run_command_workload(
         metrics = extract_metrics(text, workload.metrics, source=f"run {index} ({out_dir / name})")
         runs.append(RunResult(index=index, metrics=metrics, records_file=str(out_dir / name)))
     result = BenchResult(runs=tuple(runs))
-    (out_dir / "result.json").write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    private.write_text(out_dir / "result.json", json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
     return result
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from specdsl import private
 from specdsl.bench.client import make_session, request_headers, stream_request
 from specdsl.bench.datasets import Prompt, Tokenizer, build_prompts, load_tokenizer
 from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
@@ -187,7 +188,7 @@ def run_benchmark(
     counts), or when `stop` is set before the end."""
     _check_workload(workload)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private.make_dirs(out_dir)
     url = endpoint_url(base_url, workload.endpoint)
     tok = load_tokenizer(tokenizer)
     prompts = build_prompts(
@@ -206,9 +207,7 @@ def run_benchmark(
 
     runs = _run_loop(main())
     result = BenchResult(runs=tuple(runs))
-    tmp = out_dir / "result.json.tmp"
-    tmp.write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(out_dir / "result.json")
+    private.write_text(out_dir / "result.json", json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
     return result
 
 

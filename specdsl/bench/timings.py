@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specdsl import private
+
 RECORDS_FORMAT_VERSION = 1
 
 
@@ -67,14 +69,12 @@ class RequestTiming:
 
 def write_records(path: Path, header: dict[str, Any], records: list[RequestTiming]) -> None:
     """Write the header line and one line per record; atomic (temp + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    private.make_dirs(path.parent)
     head = {"format_version": RECORDS_FORMAT_VERSION, "kind": "run", **header}
-    with tmp.open("w", encoding="utf-8") as f:
+    with private.replacing(path) as f:  # 0600, whatever the umask
         f.write(json.dumps(head, sort_keys=True) + "\n")
         for rec in sorted(records, key=lambda r: r.i):
             f.write(json.dumps(rec.to_json(), separators=(",", ":")) + "\n")
-    tmp.replace(path)
 
 
 def read_records(path: Path) -> tuple[dict[str, Any], list[RequestTiming]]:

@@ -25,6 +25,7 @@ from typing import Callable, Iterator
 import attrs
 import tomli_w
 
+from specdsl.private import FILE_MODE, make_dirs
 from specdsl.state.errors import LockError, StaleLockWarning, StateError
 from specdsl.state.model import utc_now
 
@@ -53,9 +54,10 @@ def this_host() -> str:
 
 
 def ensure_dir(state_dir: Path) -> None:
-    """Create the state folder; StateError when it cannot be."""
+    """Create the state folder (and missing parents) 0700, the owner's
+    only; StateError when it cannot be. An existing folder keeps its mode."""
     try:
-        Path(state_dir).mkdir(parents=True, exist_ok=True)
+        make_dirs(state_dir)
     except OSError as err:
         raise StateError(state_dir, f"Cannot create the state folder ({err.strerror or err})",
                          "check the path and its permissions, or pass --state DIR to keep state "
@@ -127,7 +129,7 @@ def pid_alive(pid: int) -> bool:
 def _create_exclusive(path: Path, data: bytes) -> None:
     """Create `path` holding `data`, FileExistsError if it exists."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

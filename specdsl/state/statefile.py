@@ -21,6 +21,7 @@ from pathlib import Path
 
 import attrs
 
+from specdsl.private import FILE_MODE
 from specdsl.state.codec import BACKUP_SUFFIX, decode_state, encode_state
 from specdsl.state.errors import LockError, StateConflict, StateError
 from specdsl.state.lock import LockInfo, ensure_dir, lock_path, pid_alive, read_lock, this_host
@@ -111,7 +112,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     as it was; the OSError propagates."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)  # the owner's only, whatever the umask
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

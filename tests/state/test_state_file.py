@@ -226,6 +226,9 @@ def test_read_only_state_folder(sample_state):
         write_state(state_dir, sample_state)
         before = state_path(state_dir).read_bytes()
         base.chmod(0o755)
+        # the state is its owner's only (0600): the unprivileged child reads
+        # it because this test lets it, the folder stays unwritable
+        state_path(state_dir).chmod(0o644)
         state_dir.chmod(0o555)
 
         def attempt() -> str:
