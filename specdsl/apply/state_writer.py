@@ -12,6 +12,7 @@ from typing import Any
 
 import tomli_w
 
+from specdsl import private, secrets
 from specdsl.graph.build import server_content, stack_content
 from specdsl.state import LockInfo, RunRecord, State, StepRecord, new_run_id, run_folder, utc_now, write_state
 
@@ -26,7 +27,7 @@ class StateWriter:
     def new_run(self) -> tuple[str, Path]:
         run_id = new_run_id()
         folder = run_folder(self.state_dir, run_id)
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private.make_dirs(folder)  # runs/ too: 0700 whatever the umask
         return run_id, folder
 
     def folder_text(self, folder: Path | None) -> str:
@@ -53,6 +54,11 @@ class StateWriter:
     def run_record(self, step, run_id: str, folder: Path | None, started: str, status: str, *, reason: str = "",
                    metrics: dict[str, float] | None = None, effective: dict[str, Any] | None = None,
                    argv: tuple[str, ...] = ()) -> RunRecord:
+        if folder is not None:
+            # What the step wrote there (results, effective config, logs a
+            # server or script made) is the owner's only from here on,
+            # whichever code wrote it and whatever the umask.
+            private.tighten(folder)
         return RunRecord(
             id=run_id,
             step=step.addr,
@@ -63,9 +69,10 @@ class StateWriter:
             finished=utc_now(),
             folder=self.folder_text(folder),
             metrics=metrics or {},
-            effective=_plain(effective or {}),
-            reason=reason,
-            argv=tuple(argv),
+            # a server reports its secrets too (SGLang's /server_info has api_key)
+            effective=_plain(secrets.redact_tree(effective or {})),
+            reason=secrets.redact(reason),
+            argv=tuple(secrets.redact_argv(argv)),
         )
 
 
@@ -84,7 +91,8 @@ def _plain(effective: dict[str, Any]) -> dict[str, Any]:
 
 def write_stack_lock(spec_dir: Path, track: str, experiment, env: dict | None, server_argv: list[str] | None,
                      run_id: str, metrics: dict[str, float]) -> Path:
-    """`stacks/TRACK.lock.toml` beside the spec: what exactly passed."""
+    """`stacks/TRACK.lock.toml` beside the spec: what exactly passed, the
+    owner's only, with every sensitive value written `(sensitive)`."""
     stack = experiment.stack
     doc: dict[str, Any] = {
         "format_version": 1,
@@ -101,10 +109,8 @@ def write_stack_lock(spec_dir: Path, track: str, experiment, env: dict | None, s
         doc["resolved"] = {k: v for k, v in env.items() if v is not None and k != "packages"}
         doc["resolved"]["packages"] = dict(sorted(env.get("packages", {}).items()))
     if server_argv:
-        doc["server"]["argv"] = list(server_argv)
+        doc["server"]["argv"] = secrets.redact_argv(server_argv, dict(stack.env) | dict(experiment.server.env))
+    doc = secrets.redact_tree(doc)
     path = Path(spec_dir) / "stacks" / f"{track}.lock.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("# written by specdsl when this stack was promoted; do not edit\n" + tomli_w.dumps(doc))
-    tmp.replace(path)
+    private.write_text(path, "# written by specdsl when this stack was promoted; do not edit\n" + tomli_w.dumps(doc))
     return path

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import attrs
 
+from specdsl import secrets
 from specdsl.cli.lang_commands import parse_vars
 from specdsl.cli.views import print_diags
 from specdsl.model.config import Config, Experiment
@@ -47,16 +49,32 @@ class Loaded:
 
 def load_spec(args) -> Loaded | None:
     """Resolve the spec named by args.file with args.vars/args.var_files;
-    print diagnostics; None when invalid."""
+    print diagnostics; None when invalid.
+
+    A sensitive variable's value is kept out of what a plan records:
+    `variables` holds `(sensitive)` for it (a saved plan given back to
+    apply then takes the value from SPECDSL_VAR_NAME or a default), and
+    the spec digest covers its value as a keyed digest, never as text."""
     variables, bad = parse_vars(getattr(args, "vars", []))
     if bad:
         print(f"specdsl: error: -var expects NAME=VALUE, got {bad[0]!r}", file=sys.stderr)
         return None
-    resolved = resolve_file(Path(args.file), variables, [Path(f) for f in getattr(args, "var_files", [])])
+    given = {k: v for k, v in variables.items() if v != secrets.SENSITIVE}  # a saved plan's placeholder
+    resolved = resolve_file(Path(args.file), given, [Path(f) for f in getattr(args, "var_files", [])], environ=os.environ)
     print_diags(resolved.diags, resolved.sources.texts)
     if not resolved.ok:
         return None
-    return Loaded(args.file, resolved, variables, spec_digest(resolved.config, variables))
+    cfg = resolved.config
+    hidden = set(cfg.sensitive_variables)
+    kept = {k: (secrets.SENSITIVE if k in hidden else v) for k, v in variables.items()}
+    try:
+        if cfg.sensitive:
+            secrets.key()  # identities of steps with secrets need it: say so now, not from the graph
+        digest = spec_digest(cfg, kept)
+    except secrets.KeyUnavailable as exc:
+        error(str(exc))
+        return None
+    return Loaded(args.file, resolved, kept, digest)
 
 
 def spec_digest(cfg: Config, variables: dict[str, str]) -> str:
@@ -76,12 +94,18 @@ def spec_digest(cfg: Config, variables: dict[str, str]) -> str:
         return hit
 
     cell_fields = [f.name for f in attrs.fields(Experiment) if f.eq]  # spans (where it is written) are not meaning
-    parts = [f"{f.name}={text(getattr(cfg, f.name))}" for f in attrs.fields(Config) if f.name != "experiments"]
+    parts = [f"{f.name}={text(getattr(cfg, f.name))}" for f in attrs.fields(Config) if f.eq and f.name != "experiments"]
     for exp in cfg.experiments:
         parts.append("experiment")
         parts += [f"{name}={text(getattr(exp, name))}" for name in cell_fields]
     parts.append(f"vars={json.dumps(sorted(variables.items()))}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    body = "\n".join(parts)
+    if cfg.sensitive:
+        # A bare SHA-256 over the secrets would let anyone holding the plan
+        # test guesses of a short token: each is in it as its keyed digest
+        # (written as the encoder escapes it).
+        body = secrets.hide(body, {json.dumps(v)[1:-1] for v in cfg.sensitive})
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def error(message: str) -> None:

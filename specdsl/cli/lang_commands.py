@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 from pathlib import Path
 
+from specdsl import secrets
 from specdsl.cli.views import print_diags
 from specdsl.model.printer import format_file
 from specdsl.resolve.loader import Sources, display_name, read_file
@@ -52,7 +54,7 @@ def cmd_validate(args) -> int:
     results = []
     failed = False
     for name in args.files:
-        resolved = resolve_file(Path(name), variables, [Path(f) for f in args.var_files])
+        resolved = resolve_file(Path(name), variables, [Path(f) for f in args.var_files], environ=os.environ)
         failed |= not resolved.ok
         results.append((name, resolved))
         if not args.json:
@@ -69,7 +71,7 @@ def cmd_validate(args) -> int:
                     "file": name,
                     "valid": r.ok,
                     "experiments": [e.name for e in r.config.experiments] if r.ok else [],
-                    "diagnostics": [d.to_json() for d in r.diags],
+                    "diagnostics": [_masked(d.to_json()) for d in r.diags],
                 }
                 for name, r in results
             ],
@@ -77,6 +79,11 @@ def cmd_validate(args) -> int:
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
     return 1 if failed else 0
+
+
+def _masked(doc: dict) -> dict:
+    """A diagnostic's JSON with sensitive values in its texts overwritten."""
+    return {k: secrets.mask_source(v) if isinstance(v, str) else v for k, v in doc.items()}
 
 
 def cmd_fmt(args) -> int:

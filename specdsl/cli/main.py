@@ -11,7 +11,7 @@ import argparse
 import gc
 import sys
 
-from specdsl import __version__
+from specdsl import __version__, secrets
 from specdsl.cli import lang_commands
 
 EXIT_OK, EXIT_ERROR = 0, 1
@@ -68,6 +68,26 @@ def _command_modules(with_apply: bool = True):
     return modules
 
 
+class _Redacting:
+    """A text stream that writes sensitive values as `(sensitive)`: what a
+    run prints (a failure's command line, a server's last log lines) passes
+    through it, whichever module printed it (specdsl.secrets.redact)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(secrets.redact(text) if isinstance(text, str) else text)
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     first = argv[0] if argv else None
@@ -80,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         # wasted work, a fifth of a 1,000-cell plan. Collect rarely instead
         # (and put the thresholds back for a caller that runs in-process).
         gc.set_threshold(50_000, 20, 20)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacting(sys.stdout), _Redacting(sys.stderr)
     try:
         parser = build_parser(lang_only=first in _LANG_COMMANDS, plan_only=first in _PLAN_COMMANDS)
         args = parser.parse_args(argv)
@@ -90,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     finally:
+        sys.stdout, sys.stderr = streams
         gc.set_threshold(*thresholds)
         sys.setrecursionlimit(recursion)
 

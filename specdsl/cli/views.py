@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import sys
 
+from specdsl import secrets
 from specdsl.diag import Diagnostic, render
 
 
 def print_diags(diags: list[Diagnostic], sources: dict[str, str], stream=None) -> None:
+    """Each diagnostic with its source line; a sensitive value on the line
+    (or in the message) is overwritten with `*`, so the caret still points
+    at its column (specdsl.secrets.mask_source)."""
     stream = stream or sys.stderr
     for d in diags:
-        print(render(d, sources), file=stream)
+        print(secrets.mask_source(render(d, sources)), file=stream)
     errors = sum(d.severity == "error" for d in diags)
     warnings = len(diags) - errors
     if errors or warnings:

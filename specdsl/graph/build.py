@@ -15,6 +15,8 @@
     acyclic     a cycle becomes a diagnostic
 
 Experiments that share a stack or a server configuration share those steps.
+A sensitive value (specdsl.secrets) is in a step's content, and so in its
+identity, only as its keyed digest; the payload keeps the real value for apply.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Callable
 
 import attrs
 
+from specdsl import secrets
 from specdsl.diag import Diagnostic
 from specdsl.graph.steps import KIND_ORDER, Step, canonical_text, digest, step_digest
 from specdsl.model import config
@@ -247,7 +250,7 @@ def _identified(work: _Work, kind: str, upstream: str, obj: Any, make: Callable[
     except TypeError:  # an unhashable value somewhere in obj: no memo
         key, hit = None, None
     if hit is None:
-        content = make()
+        content = secrets.hide(make(), work.cfg.sensitive)  # a secret in content is its keyed digest
         hit = (content, digest([kind, content]))
         if key is not None:
             work.memo[key] = hit
@@ -431,7 +434,7 @@ def _canonical_once(work: _Work, kind: str, obj: Any, make: Callable[[], Any]) -
     except TypeError:  # an unhashable value somewhere in obj: no memo
         key, hit = None, None
     if hit is None:
-        value = make()
+        value = secrets.hide(make(), work.cfg.sensitive)
         hit = (value, canonical_text(value))
         if key is not None:
             work.memo[key] = hit

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
+from specdsl import secrets
 from specdsl.hosts.base import Cancelled, CommandResult, HostError, ProcessHandle
 
 _POLL_S = 0.1
@@ -159,7 +160,8 @@ class LocalHost:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         with open(fd, "a", encoding="utf-8") as log:
             if framed:
-                log.write(f"$ {shlex.join(argv)}\n")
+                # the command as the log may show it: no secret of its argv or env
+                log.write(f"$ {shlex.join(secrets.redact_argv(argv, env))}\n")
                 log.flush()
             try:
                 proc = subprocess.Popen(

@@ -212,6 +212,12 @@ class Config:
     servers: tuple[Server, ...] = ()
     workloads: tuple[Workload, ...] = ()
     variables: Pairs = ()
+    # Every sensitive value the spec holds (specdsl.secrets: values under
+    # secret names, URL passwords, the values of `sensitive` variables),
+    # sorted. Identities hash them keyed; nothing written shows them.
+    sensitive: tuple[str, ...] = attrs.field(default=(), eq=False)
+    # the names of the variables declared `sensitive = true`
+    sensitive_variables: tuple[str, ...] = attrs.field(default=(), eq=False)
 
     def experiment(self, name: str) -> Experiment | None:
         for exp in self.experiments:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from specdsl import secrets
 from specdsl.graph.build import Graph
 from specdsl.names import natural_sorted
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
@@ -71,11 +72,20 @@ def describe(fields: tuple[FieldChange, ...], upstream: dict[str, str]) -> str:
         elif isinstance(f.before, list) and isinstance(f.after, list):
             added = [x for x in f.after if x not in f.before]
             removed = [x for x in f.before if x not in f.after]
-            bits = [f"+{fmt_value(x)}" for x in added] + [f"-{fmt_value(x)}" for x in removed]
+            # a sensitive item is named, never shown (its digest neither)
+            bits = [f"+{fmt_value(x)}" for x in added if not secrets.is_marked(x)]
+            bits += [f"-{fmt_value(x)}" for x in removed if not secrets.is_marked(x)]
+            if any(secrets.is_marked(x) for x in added + removed):
+                bits.insert(0, SENSITIVE_CHANGED)
             parts.append(f"{f.path}: " + (" ".join(bits) if bits else "reordered"))
+        elif secrets.is_marked(f.before) and secrets.is_marked(f.after):
+            parts.append(f"{f.path}: {SENSITIVE_CHANGED}")
         else:
-            parts.append(f"{f.path}: {fmt_value(f.before)} -> {fmt_value(f.after)}")
+            parts.append(f"{f.path}: {fmt_value(secrets.shown(f.before))} -> {fmt_value(secrets.shown(f.after))}")
     return ", ".join(parts)
+
+
+SENSITIVE_CHANGED = "(sensitive value changed)"
 
 
 def make_plan(

@@ -15,6 +15,7 @@ from pathlib import Path
 import attrs
 import tomli_w
 
+from specdsl import private, secrets
 from specdsl.plan.model import PLAN_FORMAT, Action, Change, FieldChange, Plan
 
 
@@ -42,7 +43,8 @@ def _body(plan: Plan) -> dict:
                 "after": list(c.after),
                 "experiments": list(c.experiments),
                 "host": c.host,
-                "fields": [{"path": f.path, "before": json.dumps(f.before), "after": json.dumps(f.after)} for f in c.fields],
+                "fields": [{"path": f.path, "before": json.dumps(secrets.shown(f.before)),
+                            "after": json.dumps(secrets.shown(f.after))} for f in c.fields],
             }
             for c in plan.changes
         ],
@@ -74,13 +76,9 @@ def write_plan(path: Path, plan: Plan) -> None:
     if path.exists() and not _is_plan_file(path):
         raise PlanFileError(f"{path}: exists and is not a specdsl plan file; it was left as it is. "
                             "Name another file (plans/NAME.plan.toml) or remove this one first")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(dumps(plan))
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    # the owner's only (0600; a folder it makes 0700): a plan names hosts,
+    # paths and arguments
+    private.write_text(path, dumps(plan))
 
 
 def _is_plan_file(path: Path) -> bool:

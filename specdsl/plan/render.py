@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from specdsl import secrets
 from specdsl.plan.diff import fmt_value
 from specdsl.plan.model import Action, Plan
 
@@ -74,7 +75,8 @@ def to_json(plan: Plan) -> dict:
                 "action_name": c.action.word,
                 "reason": c.reason,
                 "identity": c.identity,
-                "fields": [{"path": f.path, "before": f.before, "after": f.after} for f in c.fields],
+                "fields": [{"path": f.path, "before": secrets.shown(f.before), "after": secrets.shown(f.after)}
+                           for f in c.fields],
                 "depends_on": list(c.deps),
                 "after": list(c.after),
                 "experiments": list(c.experiments),

@@ -33,7 +33,7 @@ import attrs
 
 from specdsl.hosts import Host, HostError
 from specdsl.model.config import Stack, canonical_json
-from specdsl.provision.envinfo import EnvInfo, ProvisionError, read_marker, write_marker
+from specdsl.provision.envinfo import EnvInfo, ProvisionError, marker_stack_json, read_marker, write_marker
 from specdsl.provision.pipconf import PipSources, read_pip_sources
 from specdsl.provision.probe import ProbeFailed, probe
 from specdsl.provision.sources import package_sources
@@ -74,7 +74,9 @@ def provision(
         found = read_marker(host, folder)
         if found is not None:
             record, stored = found
-            if _same_stack(stored, stack_json) and verify(record, host):
+            # the marker keeps no secret: the environment is the stack's own
+            record = attrs.evolve(record, env={k: str(v) for k, v in stack.env})
+            if _same_stack(stored, marker_stack_json(stack_json)) and verify(record, host):
                 say(f"reusing environment {identity}")
                 return _as_reused(record)
             say(f"environment {identity} no longer matches its record: rebuilding")

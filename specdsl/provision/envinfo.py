@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 
+from specdsl import secrets
 from specdsl.hosts import Host
 
 MARKER = "specdsl-env.json"
@@ -85,9 +86,34 @@ class EnvInfo:
         return cls(**data)
 
 
+def marker_stack_json(stack_json: str) -> str:
+    """The canonical stack as the marker keeps it (and as a stack is compared
+    with it): each sensitive value (an env value under a secret name, a URL
+    password, a value resolving registered as sensitive) as its keyed
+    digest, so a changed secret is still a different stack."""
+    stack = json.loads(stack_json)
+    found = set(secrets.known())
+    env = stack.get("env") if isinstance(stack, dict) else None
+    if isinstance(env, list):
+        found.update(secrets.mapping_secrets((k, v) for k, v in env if isinstance(k, str)))
+    texts = [v for _, v in env] if isinstance(env, list) else []
+    for name in ("packages", "index", "find_links", "overrides"):
+        texts += [t for t in (stack.get(name) or []) if isinstance(t, str)] if isinstance(stack, dict) else []
+    for text in texts:
+        found.update(secrets.url_secrets(str(text)))
+    if not found:
+        return stack_json
+    return json.dumps(secrets.hide(stack, found), sort_keys=True, separators=(",", ":"))
+
+
 def write_marker(host: Host, folder: Path, record: EnvInfo, stack_json: str) -> None:
-    """Write the marker on the host (atomically, the owner's only)."""
-    payload = {"format_version": FORMAT_VERSION, "stack": json.loads(stack_json), "record": record.to_json()}
+    """Write the marker on the host (atomically, the owner's only). No
+    sensitive value is in it: the stack's are keyed digests
+    (`marker_stack_json`), the record's environment shows them as
+    `(sensitive)`; a reused record gets its environment from the stack."""
+    doc = record.to_json()
+    doc["env"] = secrets.redact_env(doc.get("env") or {})
+    payload = {"format_version": FORMAT_VERSION, "stack": json.loads(marker_stack_json(stack_json)), "record": doc}
     host.write_text(Path(folder) / MARKER, json.dumps(payload, indent=2, sort_keys=True) + "\n")
 
 

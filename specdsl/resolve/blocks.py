@@ -6,10 +6,11 @@ servers and workloads from their merged attributes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 import attrs
 
+from specdsl import secrets
 from specdsl.diag import Diagnostic, Span, did_you_mean
 from specdsl.model import ast
 from specdsl.resolve.values import BLOCK_KINDS, INVALID, BlockRef, OverrideValue, Scope, V, evaluate, merge
@@ -61,13 +62,32 @@ def collect(files: list[ast.File], diags: list[Diagnostic]) -> dict[str, dict[st
     return blocks
 
 
+ENV_PREFIX = "SPECDSL_VAR_"
+
+
+def sensitive_variables(blocks: dict[str, ast.Block]) -> set[str]:
+    """The variables declared `sensitive = true`, and those whose name says
+    they hold a secret (`hf_token`: specdsl.secrets) unless declared
+    `sensitive = false`."""
+    out = set()
+    for name, block in blocks.items():
+        attr = block.attr("sensitive")
+        declared = attr.value.value if attr is not None and isinstance(attr.value, ast.Bool) else None
+        if declared or (declared is None and secrets.is_sensitive_name(name)):
+            out.add(name)
+    return out
+
+
 def variables(
     blocks: dict[str, ast.Block],
     given: dict[str, str],
     from_files: list[ast.Attribute],
     diags: list[Diagnostic],
+    environ: Mapping[str, str] | None = None,
 ) -> dict[str, V]:
-    """Each variable's value: -var beats --var-file beats the default."""
+    """Each variable's value: -var beats --var-file beats the environment
+    (`SPECDSL_VAR_NAME`) beats the default."""
+    hidden = sensitive_variables(blocks)
     empty = Scope(variables={}, blocks={})
     out: dict[str, V] = {}
     decl_types: dict[str, str | None] = {}
@@ -83,6 +103,12 @@ def variables(
         decl_types[name] = checked.get("type")
         if "default" in values and values["default"].value is not INVALID:
             out[name] = values["default"]
+    for name in blocks:
+        raw = (environ or {}).get(ENV_PREFIX + name)
+        if raw is not None:
+            value = _coerce(name, raw, decl_types.get(name), out.get(name), diags, f"{ENV_PREFIX}{name}", name in hidden)
+            if value is not INVALID:
+                out[name] = V(value, None)
     for attr in from_files:
         if attr.name not in blocks:
             diags.append(Diagnostic.error(f"Unknown variable `{attr.name}`", attr.name_span, did_you_mean(attr.name, blocks)))
@@ -95,7 +121,7 @@ def variables(
             hint = did_you_mean(name, blocks) or ("declared variables: " + ", ".join(sorted(blocks)) if blocks else "this spec declares no variables")
             diags.append(Diagnostic.error(f"Unknown variable `{name}` given with -var", None, hint))
             continue
-        value = _coerce(name, raw, decl_types.get(name), out.get(name), diags)
+        value = _coerce(name, raw, decl_types.get(name), out.get(name), diags, f"-var {name}", name in hidden)
         if value is not INVALID:
             out[name] = V(value, None)
     for name, block in blocks.items():
@@ -104,19 +130,25 @@ def variables(
                 Diagnostic.error(
                     f"Variable `{name}` has no value",
                     block.label_span,
-                    f"give it a default, or pass `-var {name}=VALUE` or a --var-file",
+                    f"give it a default, or pass `-var {name}=VALUE`, a --var-file, or set {ENV_PREFIX}{name} "
+                    "in the environment" + (" (how a saved plan gets a sensitive variable: the plan does not keep it)"
+                                            if name in hidden else ""),
                 )
             )
     return out
 
 
-def _coerce(name: str, raw: str, decl: str | None, prior: V | None, diags) -> Any:
+def _coerce(name: str, raw: str, decl: str | None, prior: V | None, diags, source: str = "", hidden: bool = False) -> Any:
+    """A variable's value given as text (`-var`, the environment) as its type.
+    The text of a sensitive variable is never echoed in an error."""
+    source = source or f"-var {name}"
+    shown = f"{source}=(sensitive)" if hidden else f"{source}={raw}"
     like = prior.value if prior is not None else None
     want = decl or ("bool" if isinstance(like, bool) else "number" if isinstance(like, (int, float)) else "string")
     if want == "bool":
         if raw in ("true", "false"):
             return raw == "true"
-        diags.append(Diagnostic.error(f"-var {name}={raw}: expected true or false", None))
+        diags.append(Diagnostic.error(f"{shown}: expected true or false", None))
         return INVALID
     if want == "number":
         for conv in (int, float):
@@ -124,12 +156,14 @@ def _coerce(name: str, raw: str, decl: str | None, prior: V | None, diags) -> An
                 return conv(raw)
             except ValueError:
                 pass
-        diags.append(Diagnostic.error(f"-var {name}={raw}: expected a number", None))
+        diags.append(Diagnostic.error(f"{shown}: expected a number", None))
         return INVALID
     if want in ("list", "map"):
         from specdsl.model.build import parse
 
         file, errors = parse(f"v = {raw}\n", f"-var {name}", start="varfile")
+        if hidden and errors:
+            errors = [Diagnostic.error(f"{shown}: not a valid {want}", None, "write it in spec syntax, e.g. [\"a\", \"b\"]")]
         diags.extend(errors)
         if file is None or not file.statements:
             return INVALID

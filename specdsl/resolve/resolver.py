@@ -10,10 +10,11 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import attrs
 
+from specdsl import secrets
 from specdsl.diag import Diagnostic, Diagnostics, Span, did_you_mean
 from specdsl.model import ast, config
 from specdsl.model.printer import number_text
@@ -40,14 +41,19 @@ class Resolved:
         return self.config is not None
 
 
-def resolve_file(path: Path, variables: dict[str, str] | None = None, var_files: list[Path] | None = None) -> Resolved:
+def resolve_file(path: Path, variables: dict[str, str] | None = None, var_files: list[Path] | None = None,
+                 environ: Mapping[str, str] | None = None) -> Resolved:
+    """`environ` (the CLI passes os.environ) gives variables as
+    `SPECDSL_VAR_NAME`, below --var-file and -var."""
     diags: list[Diagnostic] = []
     sources = load_tree(Path(path), diags)
     from_files: list[ast.Attribute] = []
     for var_file in var_files or ():
         from_files.extend(load_var_file(Path(var_file), sources, diags))
     resolver = _Resolver(sources, diags)
-    cfg = resolver.run(variables or {}, from_files)
+    cfg = resolver.run(variables or {}, from_files, environ or {})
+    # Registered even when the spec is invalid: diagnostics must not show them either.
+    secrets.register(resolver.sensitive)
     ordered = Diagnostics(diags).sorted()
     if any(d.severity == "error" for d in ordered):
         cfg = None
@@ -63,10 +69,14 @@ class _Resolver:
         self.cells_left = MAX_CELLS
         self.memo_override: dict = {}  # matrix cells repeat the same overrides: build each once
         self.asserts_checked: set = set()
+        self.sensitive: tuple[str, ...] = ()
 
-    def run(self, given: dict[str, str], from_files: list[ast.Attribute]) -> config.Config | None:
+    def run(self, given: dict[str, str], from_files: list[ast.Attribute], environ: Mapping[str, str]) -> config.Config | None:
         self.blocks = blk.collect(self.sources.files, self.diags)
-        self.vars = blk.variables(self.blocks["variable"], given, from_files, self.diags)
+        hidden = blk.sensitive_variables(self.blocks["variable"])
+        self.vars = blk.variables(self.blocks["variable"], given, from_files, self.diags, environ=environ)
+        self.sensitive = tuple(sorted(set(_strings(_plain(v) for k, v in self.vars.items() if k in hidden))))
+        secrets.register(self.sensitive)
         self.scope = Scope(variables=self.vars, blocks=self.blocks)
         typed: dict[str, list] = {kind: [] for kind in _BLOCK_ATTRS}
         for kind in _BLOCK_ATTRS:
@@ -78,6 +88,9 @@ class _Resolver:
         for name in self.blocks["experiment"]:
             experiments.extend(self.experiment(name))
         self.cross_checks(experiments)
+        objects = typed["stack"] + typed["server"] + typed["workload"]
+        objects += [x for e in experiments for x in (e.stack, e.server, e.workload)]
+        self.sensitive = tuple(sorted(set(self.sensitive) | sensitive_values(objects)))
         return config.Config(
             experiments=tuple(experiments),
             hosts=tuple(typed["host"]),
@@ -85,6 +98,8 @@ class _Resolver:
             servers=tuple(typed["server"]),
             workloads=tuple(typed["workload"]),
             variables=config.pairs({k: _plain(v) for k, v in self.vars.items()}),
+            sensitive=self.sensitive,
+            sensitive_variables=tuple(sorted(hidden)),
         )
 
     # ---- named blocks
@@ -381,6 +396,44 @@ class _Resolver:
         block = self.blocks["experiment"].get(experiment)
         item = block.attr(attr) if block else None
         return item.value.span if item else (block.label_span if block else None)
+
+
+def sensitive_values(objects) -> set[str]:
+    """The secrets stacks, servers and workloads hold by the rule of
+    specdsl.secrets: values under secret names (env, args, flags of a
+    command), URL passwords. Each distinct object is looked at once."""
+    out: set[str] = set()
+    seen: set[int] = set()
+    for obj in objects:
+        if id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        env = getattr(obj, "env", ())
+        out.update(secrets.mapping_secrets(env))
+        out.update(secrets.mapping_secrets(getattr(obj, "args", ())))
+        out.update(secrets.argv_secrets(getattr(obj, "command", ())))
+        texts = [v for _, v in env] + [v for _, v in getattr(obj, "args", ()) if isinstance(v, str)]
+        for name in ("packages", "index", "find_links", "overrides", "model", "ready_url", "dataset"):
+            value = getattr(obj, name, None)
+            texts.extend(value if isinstance(value, tuple) else [value] if isinstance(value, str) else [])
+        for text in texts:
+            out.update(secrets.url_secrets(text))
+    return out
+
+
+def _strings(values) -> list[str]:
+    """Every string in plain values (lists and maps walked)."""
+    out, todo = [], list(values)
+    while todo:
+        v = todo.pop()
+        if isinstance(v, str):
+            if v:
+                out.append(v)
+        elif isinstance(v, dict):
+            todo.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            todo.extend(v)
+    return out
 
 
 def _frozen(x: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 
 import tomli_w
 
+from specdsl import secrets
 from specdsl.diag import did_you_mean
 from specdsl.names import natural_sorted
 from specdsl.state.codec import encode_record
@@ -131,6 +132,10 @@ def state_show(state: State | None, addr: str, *, state_dir: Path | None = None,
                 doc[field] = _from_here(state_dir, doc[field], Path.cwd() if cwd is None else cwd)
     if kind == "baseline":
         doc["promotions"] = [encode_record(p) for p in state.promotions_of(record.track)]
+    # What apply records is redacted already; a state written before it was
+    # (or edited by hand) is redacted here: values under secret names,
+    # sensitive flags of an argv, URL passwords, digests of secrets.
+    doc = secrets.redact_tree(doc)
     lines.append(tomli_w.dumps(doc).rstrip("\n"))
     return "\n".join(lines) + "\n"
 

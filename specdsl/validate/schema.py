@@ -160,6 +160,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "default": Field(lambda v, d, n: v.value, doc="value used when none is given"),
         "description": Field(string),
         "type": Field(enum("string", "number", "bool", "list", "map")),
+        "sensitive": Field(boolean, doc="a secret: its value is never shown or written (docs/language.md)"),
     },
     "host": {
         "ssh": Field(string, doc="user@host; leave out for this machine"),
