@@ -90,7 +90,6 @@ def spec_text(hf_token: str) -> str:
           stack    = stack.sys
           server   = server.s
           workload = workload.w
-          assert "ran" {{ tput >= 1 }}
           promote  = "prod"
         }}
     ''')
