@@ -14,7 +14,7 @@ from pathlib import Path
 
 import attrs
 
-from specdsl import bench, servers
+from specdsl import bench, secrets, servers
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, planned_reuse
@@ -67,7 +67,7 @@ class Benchmark:
             effective, warnings = servers.effective_config(server, handle, host)
         except Exception as exc:  # an unreadable report must not lose the benchmark's results
             effective, warnings = {}, [f"could not read the effective configuration: {exc}"]
-        (folder / "effective.json").write_text(json.dumps(effective, sort_keys=True, default=str))
+        (folder / "effective.json").write_text(json.dumps(secrets.redact_tree(effective), sort_keys=True, default=str))
         for w in warnings:
             walk.result.warn(f"{exp.server.name}: {w}")
         metrics = medians(result)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import attrs
 
-from specdsl import bench, servers
+from specdsl import bench, secrets, servers
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import localize
 from specdsl.graph.pairs import BASELINE, CANDIDATE, schedule
@@ -53,7 +53,7 @@ class _Pairing:
         keep = {i for p in complete for b in p["blocks"] for i in b["runs"]}
         runs = [r for r in self.runs if r.index in keep]
         return {"runs": [r.to_json() for r in runs], "pairs": complete, "arms": arms, "launches": self.launches,
-                "effective": self.effective}
+                "effective": secrets.redact_tree(self.effective)}
 
 
 def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
@@ -174,7 +174,7 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
 
     folder = ctx.folder
     (folder / "result.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    (folder / "effective.json").write_text(json.dumps(effective, sort_keys=True, default=str))
+    (folder / "effective.json").write_text(json.dumps(secrets.redact_tree(effective), sort_keys=True, default=str))
     candidate = {i for p in doc["pairs"] for b in p["blocks"] if b["arm"] == CANDIDATE for i in b["runs"]}
     metrics = medians_of_runs([r for r in doc["runs"] if r["index"] in candidate])
     argv = next((tuple(x["argv"]) for x in reversed(launches) if x["arm"] == CANDIDATE), ())
