@@ -261,6 +261,17 @@ class State:
     def latest_promotion(self, track: str) -> Promotion | None:
         return next((p for p in reversed(self.promotions) if p.track == track), None)
 
+    def baseline_for(self, track: str, run_id: str | None) -> str | None:
+        """The run `track`'s baseline is for a candidate whose result is
+        `run_id`: the baseline now, or, when that is the candidate's own
+        result, the run it replaced (a promoted result is not compared with
+        itself). None: the track has no such run."""
+        base = self.baseline(track)
+        if base is None or run_id is None or base.run != run_id:
+            return base.run if base is not None else None
+        own = next((p for p in reversed(self.promotions) if p.track == track and p.run == run_id), None)
+        return own.previous if own is not None else None
+
     def tracks(self) -> tuple[str, ...]:
         """Every track with a baseline or a promotion, sorted."""
         return tuple(sorted({b.track for b in self.baselines} | {p.track for p in self.promotions}))

@@ -233,3 +233,46 @@ def test_a_later_candidate_takes_the_track_once_and_the_track_does_not_flip_back
     assert text.index("experiment fix") < text.index("experiment cand")
     assert f"previous  run {cand_run} (cand)" in text
     assert f"lock      stacks/t.lock.toml (now records run {state3.baseline('t').run})" in text
+
+
+def test_a_candidate_against_its_track_is_not_compared_with_itself_once_promoted(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    text = COMMON + server("seed", 50, life) + server("up", 100, life) + workload(runs=1) + '''
+experiment "seed" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.seed
+  workload = workload.w
+  assert "answers" { tps > 0 }
+  promote  = "t"
+}
+experiment "up" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.up
+  workload = workload.w
+  baseline = track.t
+  assert "faster" { tps >= baseline.tps * 1.5 }
+  promote  = "t"
+}
+'''
+    # the track has no baseline yet: up is inconclusive, seed alone passes and is promoted
+    _, first, state = apply_spec(tmp_path, text, env_root)
+    assert first.exit_code() == 4 and state.baseline("t").experiment == "seed", failures(first)
+    # the plan cannot know that up's recorded verdict read no baseline (the
+    # check's identity names the track, not its run): the apply that
+    # re-checks up records its pass, and the plan after it promotes
+    plan, result, state = apply_spec(tmp_path, text, env_root)
+    assert plan.change("promote.up").reason.startswith("not promoted: check.up.faster was inconclusive")
+    assert [v.status for _, v in result.verdicts if v.name == "faster"] == ["pass"]
+    plan, result, state = apply_spec(tmp_path, text, env_root)
+    assert plan.change("promote.up").action is Action.PROMOTE
+    assert state.baseline("t").experiment == "up", [o.detail for o in result.outcomes if o.kind == "promote"]
+    assert result.exit_code() == 0
+    # now up is the track's baseline: its check still compares with seed's run, so nothing changes
+    plan = replan(tmp_path, text, env_root)
+    assert not plan.has_changes, render_text(plan)
+    _, again, state2 = apply_spec(tmp_path, text, env_root)
+    assert again.exit_code() == 0, [v for v in again.verdicts]
+    assert state2.serial == state.serial
+    assert [v.detail for _, v in again.verdicts if v.name == "faster"] == ["tps = 100, baseline.tps = 50"]

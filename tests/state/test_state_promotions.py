@@ -85,3 +85,14 @@ def test_history_is_newest_first_with_the_verdicts_and_the_previous_experiment()
     assert (entries[0].promotion.previous, entries[0].previous_experiment) == ("b1", "cand")
     assert entries[1].previous_experiment is None
     assert history(state, "other") == []
+
+
+def test_a_promoted_result_reads_the_baseline_it_replaced():
+    state = _state().with_promotion("t", "b1", ["faster"], experiment="cand")
+    assert state.baseline_for("t", "b2") == "b1"  # another candidate: the baseline now
+    assert state.baseline_for("t", None) == "b1"
+    assert state.baseline_for("t", "b1") is None  # the first promotion replaced nothing
+    state = state.with_promotion("t", "b2", ["faster"], experiment="fix")
+    assert state.baseline_for("t", "b2") == "b1"  # fix is the baseline: it compares with what it replaced
+    assert state.baseline_for("t", "b1") == "b2"
+    assert state.baseline_for("other", "b1") is None
