@@ -276,3 +276,48 @@ experiment "up" {
     assert again.exit_code() == 0, [v for v in again.verdicts]
     assert state2.serial == state.serial
     assert [v.detail for _, v in again.verdicts if v.name == "faster"] == ["tps = 100, baseline.tps = 50"]
+
+
+def test_a_rival_whose_verdict_turned_to_pass_in_this_apply_competes(tmp_path, env_root):
+    life = tmp_path / "life.txt"
+    text = COMMON + server("seed", 50, life) + server("up", 100, life) + workload(runs=1) + '''
+experiment "seed" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.seed
+  workload = workload.w
+  assert "answers" { tps > 0 }
+  promote  = "t"
+}
+experiment "up" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.up
+  workload = workload.w
+  baseline = track.t
+  assert "faster" { tps >= baseline.tps * 1.5 }
+  promote  = "t"
+}
+'''
+    _, first, state = apply_spec(tmp_path, text, env_root)
+    assert state.baseline("t").experiment == "seed", failures(first)
+    # a fix is added; up's promotion is planned `=` (inconclusive recorded) but
+    # its check, re-read against seed, passes in the same apply as the fix's
+    text += server("fix", 90, life) + '''
+experiment "fix" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.fix
+  workload = workload.w
+  baseline = experiment.seed
+  assert "faster" { tps >= baseline.tps * 1.5 }
+  promote  = "t"
+}
+'''
+    plan, second, state = apply_spec(tmp_path, text, env_root)
+    assert plan.change("promote.up").action is Action.REUSE and plan.change("promote.fix").action is Action.PROMOTE
+    o = outcome(second, "promote.fix")
+    assert (o.status, o.reason, o.detail) == (Status.SKIPPED, Reason.SEVERAL_PASSED, "not promoted: fix, up passed for track t")
+    assert state.baseline("t").experiment == "seed"
+    plan = replan(tmp_path, text, env_root)
+    assert not plan.has_changes and plan.change("promote.up").reason.startswith("held: fix, up passed")

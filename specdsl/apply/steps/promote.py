@@ -7,7 +7,7 @@ benchmark result and the verdict runs) is new to the track's latest
 promotion. Several experiments may name one track (an upgrade that failed
 and its fix): the promote steps of a track come after the checks of every
 other one (`order_rivals`), so each knows what the others' checks said.
-When more than one of those the plan promotes passes, none is promoted:
+When more than one of them passes with new evidence, none is promoted:
 each is skipped (`several_passed`) and a warning names them, so the choice
 stays with the user (`specdsl apply SPEC --target NAME`). When exactly one
 passes it is promoted.
@@ -84,9 +84,10 @@ def candidate(walk, state, addr: str) -> Candidate:
     return me
 
 
-def rivals(walk, addr: str, actions=(Action.PROMOTE,)) -> list[str]:
-    """The other promote steps of `addr`'s track in this plan whose action
-    is one of `actions`."""
+def rivals(walk, addr: str, actions=tuple(Action)) -> list[str]:
+    """The other promote steps of `addr`'s track in this plan (whose action
+    is one of `actions`). Whatever the plan said of a rival, its checks ran
+    in this walk: one whose verdicts passed anew competes."""
     graph = walk.graph
     track = graph.steps[addr].content["track"]
     return sorted(a for a in walk.plan_addrs
