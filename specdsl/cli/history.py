@@ -1,24 +1,28 @@
-"""`specdsl history TRACK [SPEC] [--state DIR] [--json]`: every promotion of
+"""`specdsl history TRACK [FILE] [--state DIR] [--json]`: every promotion of
 a track, newest first, with its time, run, experiment, the verdicts it
 rests on (the checks that passed, with the values they compared), the run
 it replaced and its stack lock.
 
-The state is `.specdsl` beside SPEC, `--state DIR`, or `./.specdsl`.
+The state is found as plan, apply and the state commands find it:
+`--state DIR`, else `.specdsl` beside the spec FILE, else `./.specdsl`.
 Exit 0; 1 for an unknown track (did-you-mean over the recorded tracks), no
-state, or a state that cannot be read; 6 for a conflict reading it.
+state there (the error says where it looked), or a state that cannot be
+read; 6 for a conflict reading it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from specdsl.diag import did_you_mean
-from specdsl.state import StateError, load_state, state_dir_for, state_path
+from specdsl.state import StateError, load_state, state_path
+from specdsl.state.commands import locate_state
 from specdsl.state.promotions import Entry, history
 
 EXIT_OK, EXIT_ERROR, EXIT_CONFLICT = 0, 1, 6
@@ -27,37 +31,28 @@ EXIT_OK, EXIT_ERROR, EXIT_CONFLICT = 0, 1, 6
 def add_parsers(sub) -> None:
     p = sub.add_parser("history", help="every promotion of a track, newest first")
     p.add_argument("track", metavar="TRACK")
-    p.add_argument("spec", metavar="SPEC", nargs="?", help="read the state beside this spec (.specdsl)")
-    p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside SPEC, or ./.specdsl)")
+    p.add_argument("file", metavar="FILE", nargs="?", help="the spec whose state to read: the .specdsl folder beside it")
+    p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside FILE; without FILE, ./.specdsl)")
     p.add_argument("--json", action="store_true", help="machine-readable, on stdout")
     p.set_defaults(handler=cmd_history)
 
 
-def _state_dir(args) -> Path:
-    override = Path(args.state) if args.state else None
-    if args.spec:
-        return state_dir_for(Path(args.spec), override)
-    return override or Path(".specdsl")
-
-
 def cmd_history(args) -> int:
-    state_dir = _state_dir(args)
+    usage = shlex.join(["specdsl", "history", args.track])
     try:
+        # found as plan, apply and the state commands find it; no state there is an error that says where it looked
+        state_dir = locate_state(Path(args.file) if args.file else None, Path(args.state) if args.state else None, usage)
         state = load_state(state_dir)
     except StateError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
     where = state_path(state_dir)
-    if state is None:
-        how = "pass the spec (`specdsl history TRACK SPEC`) or --state DIR"
-        print(f"specdsl: error: no state at {state_dir} (nothing was applied there); {how}", file=sys.stderr)
-        return EXIT_ERROR
-    tracks = state.tracks()
+    tracks = state.tracks() if state is not None else ()
     if args.track not in tracks:
         hint = did_you_mean(args.track, tracks)
         if not hint:
             hint = ("tracks with promotions: " + ", ".join(tracks)) if tracks else "nothing has been promoted in this state yet"
-        print(f"{where}: error: no promotions of track `{args.track}` recorded; {hint}", file=sys.stderr)
+        print(f"{where}: error: No promotions of track `{args.track}` recorded; {hint}", file=sys.stderr)
         return EXIT_ERROR
     entries = history(state, args.track)
     if args.json:

@@ -333,7 +333,7 @@ def _promote_candidacy(graph: Graph, step, state, index: Index, bench_runs: set[
     for c, v in zip(checks, verdicts):
         status = verdict_status(v)
         if status != PASS:
-            word = {"fail": "failed", "inconclusive": "was inconclusive"}.get(status, "did not pass")
+            word = {"fail": "failed", "inconclusive": "was inconclusive", "error": "could not be decided"}.get(status, "did not pass")
             return "stop", f"not promoted: {c} {word} (run {v.id}); nothing changed since"
     if not index.new_to([result, *(v.id for v in verdicts)], latest):
         return "stop", f"not promoted: track {track} went to {latest.experiment} (run {latest.run}) after these verdicts"

@@ -3,7 +3,7 @@ promotion pending?), the promote step (are these verdicts new?) and
 `specdsl history`. Pure functions of a State.
 
 A check records a *verdict run* (a completed run of its step, `reason`
-"STATUS: detail", STATUS pass, fail or inconclusive) only when its verdict
+"STATUS: detail", STATUS pass, fail, inconclusive or error) only when its verdict
 is new, so the latest run of a check's address and identity is its current
 verdict. A promotion is new when some of its evidence (the benchmark result
 and the verdict runs) was recorded after the track's latest promotion:
@@ -19,13 +19,13 @@ import attrs
 
 from specdsl.state.model import Promotion, RunRecord, State
 
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
-VERDICTS = (PASS, FAIL, INCONCLUSIVE)
+PASS, FAIL, INCONCLUSIVE, ERROR = "pass", "fail", "inconclusive", "error"
+VERDICTS = (PASS, FAIL, INCONCLUSIVE, ERROR)
 
 
 def verdict_status(run: RunRecord | None) -> str:
-    """pass, fail or inconclusive, read from a verdict run's reason; "" when
-    it is not one."""
+    """pass, fail, inconclusive or error (data missing), read from a verdict
+    run's reason; "" when it is not one."""
     if run is None:
         return ""
     head = run.reason.split(":", 1)[0].strip()

@@ -1,13 +1,14 @@
 """Promotion needs a gating assertion.
 
 An experiment that names a track (`promote = "prod"`) moves the track's
-baseline only on verdicts about measurements: at least one of its
-assertions must be *gating*, that is read a measured metric (a metric such
-as `output_throughput`, `p99(itl)`, `failed`, a metric of the workload's
-own `metric` blocks, or `baseline.METRIC`). An assertion that reads only
-the server's effective configuration (`effective.NAME`), `matrix.KEY` or
-`var.NAME` says how the server ran, not how well: it can stop a promotion
-but never justify one.
+baseline only on verdicts decided from measurements: at least one of its
+assertions must be *gating* (`specdsl.model.shapes`): a measured term of
+the candidate compared with a constant (*absolute*: `p99(itl) <= 50ms`) or
+with the baseline's term times a constant (*ratio*:
+`output_throughput >= baseline.output_throughput * 1.03`). Those are
+decided with an interval over runs or pairs. Anything else (`effective.*`,
+`var.*`, `failed == 0`, `and`/`or`/`not` logic) is decided exactly: it can
+stop a promotion but never justify one.
 """
 
 from __future__ import annotations
@@ -15,31 +16,12 @@ from __future__ import annotations
 from typing import Sequence
 
 from specdsl.diag import Diagnostic, Span
-from specdsl.model import ast
-
-# Reference heads that read something other than a measurement.
-NOT_MEASURED = ("effective", "matrix", "var")
+from specdsl.model.shapes import is_gating
 
 EXAMPLE = 'assert "faster" { output_throughput >= baseline.output_throughput * 1.03 }'
 EXAMPLE_NO_BASELINE = 'assert "fast" { output_throughput >= 1000 }'
 
-
-def is_gating(expr: ast.Expr) -> bool:
-    """Whether an assertion expression reads a measured metric (of this
-    experiment or of its baseline)."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, ast.Ref):
-            if e.parts and e.parts[0] not in NOT_MEASURED:
-                return True
-        elif isinstance(e, ast.BinOp):
-            stack.extend((e.left, e.right))
-        elif isinstance(e, (ast.Not, ast.Neg)):
-            stack.append(e.operand)
-        elif isinstance(e, ast.Call):
-            stack.extend(e.args)
-    return False
+__all__ = ["check_promotion", "is_gating"]
 
 
 def check_promotion(experiment: str, span: Span | None, asserts: Sequence, diags: list[Diagnostic],
@@ -53,13 +35,13 @@ def check_promotion(experiment: str, span: Span | None, asserts: Sequence, diags
         diags.append(Diagnostic.error(
             f"Experiment `{experiment}` promotes without any assertion",
             span,
-            f"a track moves only on a passed check of a measured metric: add e.g. `{example}`",
+            f"a track moves only on a passed gating assertion (a measured metric against a constant or the baseline): add e.g. `{example}`",
         ))
         return
     names = ", ".join(f"`{a.name}`" for a in asserts)
     diags.append(Diagnostic.error(
         f"Experiment `{experiment}` promotes without a gating assertion",
         span,
-        f"{names} read{'s' if len(asserts) == 1 else ''} no measured metric (only `effective.*`, `matrix.*` or `var.*`); "
-        f"add an assertion on a measurement, e.g. `{example}`",
+        f"{names} {'is' if len(asserts) == 1 else 'are'} decided exactly, not from measurements with an interval; "
+        f"add a gating assertion (a measured metric against a constant or the baseline), e.g. `{example}`",
     ))

@@ -10,6 +10,7 @@ import pytest
 
 from specdsl.cli.main import main
 from specdsl.model.build import parse
+from specdsl.model.shapes import shape_of
 from specdsl.validate.promotion import is_gating
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,25 +30,42 @@ experiment "base" {
 
 
 def _expr(text: str):
-    spec = PRELUDE + f'experiment "e" {{\n  stack = stack.s\n  server = server.m\n  workload = workload.w\n  assert "a" {{ {text} }}\n}}\n'
+    spec = 'variable "floor" { default = 1 }\n' + PRELUDE + f'experiment "e" {{\n  stack = stack.s\n  server = server.m\n  workload = workload.w\n  assert "a" {{ {text} }}\n}}\n'
     tree, diags = parse(spec, "x.spec")
     assert tree is not None, diags
     block = [b for b in tree.statements if getattr(b, "kind", "") == "experiment"][-1]
     return next(i for i in block.body if type(i).__name__ == "Assert").expr
 
 
-@pytest.mark.parametrize("text, gating", [
-    ("output_throughput >= baseline.output_throughput * 1.03", True),
-    ("p99(itl) <= 50ms", True),
-    ("failed == 0", True),
-    ("effective.attention_backend == \"fa3\" and tps > 1", True),  # a user metric
-    ("not (median(baseline.ttft) > 10)", True),
+GATING = [
+    ("output_throughput >= baseline.output_throughput * 1.03", True),  # ratio
+    ("p99(itl) <= p99(baseline.itl) * 1.10", True),
+    ("baseline.tps * 1.5 <= tps", True),  # written the other way round
+    ("output_throughput > baseline.output_throughput / 0.9", True),
+    ("p99(itl) <= 50ms", True),  # absolute
+    ("tps > var.floor", True),
+    ("failed == 0", False),  # exact: no interval decides an equality
+    ("effective.attention_backend == \"fa3\" and tps > 1", False),  # logic
+    ("not (median(baseline.ttft) > 10)", False),
     ("effective.attention_backend == \"fa3\"", False),
     ("effective.max_model_len == 512 and effective.enforce_eager == true", False),
     ("-1 < 0", False),
-])
-def test_gating_means_reading_a_measurement(text, gating):
+    ("baseline.tps > 10", False),  # reads no candidate
+    ("tps > effective.max_batch", False),
+]
+
+
+@pytest.mark.parametrize("text, gating", GATING)
+def test_gating_means_a_measured_metric_against_a_constant_or_the_baseline(text, gating):
     assert is_gating(_expr(text)) is gating
+
+
+@pytest.mark.parametrize("text", [t for t, _ in GATING])
+def test_validate_and_the_verdicts_agree_on_what_is_gating(text):
+    # the verdicts (apply.judge) decide by the same shapes: the two must never disagree
+    from specdsl.apply.judge import shape_of as judge_shape
+
+    assert judge_shape(_expr(text)).kind == shape_of(_expr(text)).kind
 
 
 def _validate(tmp_path, capsys, body: str) -> tuple[int, str]:
@@ -70,7 +88,7 @@ def test_promote_without_assertions_is_refused_at_the_promote_value(tmp_path, ca
     lines = err.splitlines()
     assert lines[0].endswith("p.spec:17:14: error: Experiment `cand` promotes without any assertion")
     assert lines[1].endswith('promote  = "prod"') and lines[2].endswith("^^^^^^")
-    assert "= hint: a track moves only on a passed check of a measured metric" in err
+    assert "= hint: a track moves only on a passed gating assertion" in err
     assert "output_throughput >= baseline.output_throughput * 1.03" in err
 
 
@@ -85,7 +103,7 @@ def test_promote_on_effective_only_assertions_is_refused(tmp_path, capsys):
 ''')
     assert code == 1
     assert "p.spec:17:14: error: Experiment `cand` promotes without a gating assertion" in err
-    assert "`backend` reads no measured metric" in err
+    assert "`backend` is decided exactly" in err
     # no baseline: the example the hint gives does not read one
     assert "baseline." not in err.split("= hint:")[1]
 

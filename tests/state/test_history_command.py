@@ -48,13 +48,13 @@ def test_unknown_track_and_no_state(tmp_path, capsys):
     state_dir = tmp_path / ".specdsl"
     assert main(["history", "prod", "--state", str(state_dir)]) == 1
     err = capsys.readouterr().err
-    assert "no state at" in err and "pass the spec" in err
+    assert "No such state folder" in err
     write_state(state_dir, State.new())
     assert main(["history", "prod", "--state", str(state_dir)]) == 1
     assert "nothing has been promoted in this state yet" in capsys.readouterr().err
     write_state(state_dir, _state_over(state_dir))
     assert main(["history", "prd", "--state", str(state_dir)]) == 1
-    assert "no promotions of track `prd` recorded; did you mean `prod`?" in capsys.readouterr().err
+    assert "No promotions of track `prd` recorded; did you mean `prod`?" in capsys.readouterr().err
     assert main(["history", "zzz", "--state", str(state_dir)]) == 1
     assert "tracks with promotions: prod" in capsys.readouterr().err
 

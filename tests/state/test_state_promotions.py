@@ -60,7 +60,7 @@ def test_verdicts_and_what_is_new_to_a_promotion():
     assert index.verdict("check.cand.faster", "id-check.cand.faster").id == "v1"
     assert latest_verdict(state, "check.fix.faster", "id-check.fix.faster").id == "v2"
     assert verdict_status(state.run("v1")) == "fail" and verdict_detail(state.run("v1")) == "tps = 40, baseline.tps = 50"
-    assert verdict_status(state.run("b1")) == ""
+    assert verdict_status(state.run("b1")) == "" and verdict_status(_run("e", "check.x.y", "error: no data")) == "error"
     promoted = state.with_promotion("t", "b2", ["faster"], verdicts=["v2"])
     later = promoted.with_run(_run("v3", "check.cand.faster", "pass: tps = 95, baseline.tps = 50"))
     index = Index(later)

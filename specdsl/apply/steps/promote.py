@@ -2,7 +2,7 @@
 the stack lock, once, when its verdicts are new.
 
 A candidate promotes when every check of the experiment passed, at least
-one of them gating (it reads a measured metric), and its evidence (the
+one of them gating (decided from measurements with an interval), and its evidence (the
 benchmark result and the verdict runs) is new to the track's latest
 promotion. Several experiments may name one track (an upgrade that failed
 and its fix): the promote steps of a track come after the checks of every
@@ -29,7 +29,6 @@ from specdsl.graph.build import Graph
 from specdsl.plan.diff import HELD
 from specdsl.plan.model import Action
 from specdsl.state.promotions import Index, latest_verdict
-from specdsl.validate.promotion import is_gating
 
 # Promotions are decided one at a time: a candidate reads what its rivals'
 # checks said and whether one of them was promoted.
@@ -68,8 +67,8 @@ def candidate(walk, state, addr: str) -> Candidate:
     bad = [d for d in check_addrs if walk.verdicts.get(d) is None or walk.verdicts[d].status != checks.PASS]
     if bad:
         return attrs.evolve(me, why=f"not promoted: {', '.join(bad)} did not pass")
-    if not any(is_gating(graph.steps[d].payload["assertion"].expr) for d in check_addrs):
-        return attrs.evolve(me, why="not promoted: no gating assertion (one that reads a measured metric) passed")
+    if not any(walk.verdicts[d].gating for d in check_addrs):
+        return attrs.evolve(me, why="not promoted: no gating assertion passed (every check was decided exactly)")
     run = state.result(graph.steps[graph.by_experiment[exp.name]["benchmark"]].identity)
     verdicts = tuple(latest_verdict(state, d, graph.steps[d].identity) for d in check_addrs)
     if run is None or any(v is None for v in verdicts):
