@@ -2,7 +2,7 @@
 
 An experiment that names a track (`promote = "prod"`) moves the track's
 baseline only on verdicts decided from measurements: at least one of its
-assertions must be *gating* (`specdsl.model.shapes`): a measured term of
+assertions must be *gating* (`specdsl.model.assert_shape`): a measured term of
 the candidate compared with a constant (*absolute*: `p99(itl) <= 50ms`) or
 with the baseline's term times a constant (*ratio*:
 `output_throughput >= baseline.output_throughput * 1.03`). Those are
@@ -16,12 +16,16 @@ from __future__ import annotations
 from typing import Sequence
 
 from specdsl.diag import Diagnostic, Span
-from specdsl.model.shapes import is_gating
+from specdsl.model.assert_shape import shape_of
 
 EXAMPLE = 'assert "faster" { output_throughput >= baseline.output_throughput * 1.03 }'
 EXAMPLE_NO_BASELINE = 'assert "fast" { output_throughput >= 1000 }'
 
-__all__ = ["check_promotion", "is_gating"]
+
+def is_gating(expr) -> bool:
+    """Whether an assertion is gating: its shape is ratio or absolute (the
+    verdicts' own rule, `specdsl.apply.judge`)."""
+    return shape_of(expr).kind != "exact"
 
 
 def check_promotion(experiment: str, span: Span | None, asserts: Sequence, diags: list[Diagnostic],

@@ -10,7 +10,6 @@ import pytest
 
 from specdsl.cli.main import main
 from specdsl.model.build import parse
-from specdsl.model.shapes import shape_of
 from specdsl.validate.promotion import is_gating
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,12 +59,16 @@ def test_gating_means_a_measured_metric_against_a_constant_or_the_baseline(text,
     assert is_gating(_expr(text)) is gating
 
 
-@pytest.mark.parametrize("text", [t for t, _ in GATING])
-def test_validate_and_the_verdicts_agree_on_what_is_gating(text):
-    # the verdicts (apply.judge) decide by the same shapes: the two must never disagree
-    from specdsl.apply.judge import shape_of as judge_shape
+@pytest.mark.parametrize("text, gating", GATING)
+def test_validate_and_the_verdicts_agree_on_what_is_gating(text, gating):
+    # a verdict is marked gating by the same shapes: the two never disagree
+    from specdsl.apply.checks import Results
+    from specdsl.apply.judge import Measured, decide
 
-    assert judge_shape(_expr(text)).kind == shape_of(_expr(text)).kind
+    runs = tuple(Results(({"tps": 10.0, "output_throughput": 10.0},), {"itl": (1.0,), "ttft": (1.0,)}, {}) for _ in range(2))
+    measured = Measured(runs[0], runs[0], candidate_runs=runs)
+    verdict = decide("a", _expr(text), measured, {"var.floor": 1}, alpha=0.05)
+    assert verdict.gating is gating, verdict
 
 
 def _validate(tmp_path, capsys, body: str) -> tuple[int, str]:
