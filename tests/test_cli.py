@@ -32,14 +32,14 @@ def test_every_option_and_command_has_help():
 
 def test_the_walk_sees_every_command():
     progs = {prog for prog, _ in _parsers(build_parser())}
-    assert {"specdsl apply", "specdsl plan", "specdsl state list", "specdsl state show", "specdsl force-unlock"} <= progs
+    assert {"specdsl apply", "specdsl plan", "specdsl state list", "specdsl state show", "specdsl force-unlock", "specdsl history"} <= progs
 
 
 @pytest.mark.parametrize("argv, hint", [
     (["aply", "x.spec"], "unknown command 'aply'; did you mean `apply`?"),
     (["valdate", "x.spec"], "unknown command 'valdate'; did you mean `validate`?"),
     (["state", "lsit"], "unknown command 'lsit'; did you mean `list`?"),
-    (["zzz"], "unknown command 'zzz'; commands: validate, fmt, plan, show, graph, state, force-unlock, apply"),
+    (["zzz"], "unknown command 'zzz'; commands: validate, fmt, plan, show, graph, state, force-unlock, history, apply"),
 ])
 def test_unknown_command_suggests_the_closest(argv, hint, capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -17,6 +17,7 @@ from specdsl.apply.scheduler import Scheduler
 from specdsl.apply.state_writer import StateWriter
 from specdsl.apply.steps import HANDLERS
 from specdsl.apply.steps.launch import stop_server
+from specdsl.apply.steps.promote import order_rivals
 from specdsl.hosts import HostRegistry
 from specdsl.state import LockInfo, State
 
@@ -45,6 +46,7 @@ def apply_plan(
     outcome."""
     own_registry = registry is None
     registry = registry or HostRegistry()
+    graph = order_rivals(graph)  # the promote steps of one track decide knowing each other's verdicts
     walk = Walk(plan, graph, StateWriter(Path(state_dir).resolve(), state or State.new(), lock), registry, Path(spec_dir),
                 hooks or QuietHooks(), stop or threading.Event(), dict(variables or {}))
     try:

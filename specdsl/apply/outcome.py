@@ -34,6 +34,7 @@ class Reason(enum.Enum):
     CANCELLED = "cancelled"            # apply was interrupted while it ran
     ERROR = "error"                    # it failed (detail: what happened)
     CHECK_NOT_PASSED = "check_not_passed"  # a promotion whose checks did not all pass
+    SEVERAL_PASSED = "several_passed"  # a promotion held: another candidate of its track passed too
 
     @property
     def text(self) -> str:
@@ -49,6 +50,7 @@ _REASON_TEXT = {
     Reason.CANCELLED: "interrupted while running",
     Reason.ERROR: "failed",
     Reason.CHECK_NOT_PASSED: "not promoted: a check did not pass",
+    Reason.SEVERAL_PASSED: "not promoted: several candidates of the track passed",
 }
 
 

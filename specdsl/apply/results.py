@@ -78,7 +78,10 @@ def baseline_results(state: State, state_dir: Path, exp, graph) -> Results | Non
         if bench_addr is None:
             return None
         return load_results(state, state_dir, graph.steps[bench_addr].identity)
-    base = state.baseline(exp.baseline.name)
+    # once this experiment's result is the track's baseline, it compares
+    # with the run it replaced, not with itself
+    mine = state.result(graph.steps[graph.by_experiment[exp.name]["benchmark"]].identity)
+    base = state.baseline_for(exp.baseline.name, mine.id if mine is not None else None)
     if base is None:
         return None
-    return results_of_run(state.run(base.run), state_dir)
+    return results_of_run(state.run(base), state_dir)

@@ -44,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
 _LANG_COMMANDS = ("validate", "fmt")
 # Nor do the plan commands need apply's (the walker, the load generator,
 # aiohttp, rich): a plan of 1,000 cells would wait on those imports.
-_PLAN_COMMANDS = ("plan", "show", "graph", "state", "force-unlock")
+_PLAN_COMMANDS = ("plan", "show", "graph", "state", "force-unlock", "history")
 
 
 def build_parser(lang_only: bool = False, plan_only: bool = False) -> argparse.ArgumentParser:
@@ -58,9 +58,9 @@ def build_parser(lang_only: bool = False, plan_only: bool = False) -> argparse.A
 
 
 def _command_modules(with_apply: bool = True):
-    from specdsl.cli import plan_commands
+    from specdsl.cli import history, plan_commands
 
-    modules = [lang_commands, plan_commands]
+    modules = [lang_commands, plan_commands, history]
     if with_apply:
         from specdsl.cli import apply_commands, calibrate_commands
 

@@ -12,9 +12,15 @@ step knows what happens upstream:
 - provision: needed only for a launch that starts a server: `=` when the
   environment exists, `-/+` / `+` as for launch;
 - preflight: `>` when its host starts a server, else `=`;
-- check: `?` always (cheap, re-evaluated); promote: `!` unless the track's
-  baseline is already this result; teardown: `-` when a server will be
-  running at the end of the walk and is not kept.
+- check: `?` always (cheap, re-evaluated);
+- promote: from the recorded verdicts of its checks' identities: `!` when
+  they will be new (a benchmark it reads runs, a check has none recorded) or
+  all passed unseen by the track's latest promotion; `=` when one did not
+  pass or that promotion saw them (nothing to do until something changes),
+  and `=` (held) for each of two or more candidates of one track that would
+  pass on recorded verdicts alone;
+- teardown: `-` when a server will be running at the end of the walk and
+  is not kept.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from specdsl import secrets
 from specdsl.graph.build import Graph
 from specdsl.names import natural_sorted
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
+from specdsl.state.promotions import PASS, Index, verdict_status
 
 _DECIDE = {"benchmark": 0, "launch": 1, "provision": 2, "preflight": 3, "check": 4, "promote": 5, "teardown": 6}
 _UPSTREAM_KEYS = {"host": "preflight", "provision": "provision", "launch": "launch", "benchmark": "benchmark"}
@@ -142,6 +149,8 @@ def make_plan(
             more_runs[addr] = (recorded, wanted)
 
     running_at_end: set[str] = set()
+    candidacy: dict[str, tuple[str, str]] = {}  # promote addr -> (new | ready | stop, reason)
+    index: Index | None = None  # the state's verdict runs, indexed when a promote step needs them
     # Decide in need order (a launch needs to know its benchmarks, a
     # provision its launches); emit in topological order below.
     decide = sorted((a for a in order if a in selected), key=lambda a: (_DECIDE[graph.steps[a].kind], a))
@@ -206,14 +215,10 @@ def make_plan(
                 reads.append(f"track {base['track']} baseline")
             reason = "reads " + ", ".join(reads) + noise_note(step, state, spec)
         elif kind == "promote":
-            exp = step.payload["experiment"]
-            bench_addr = graph.by_experiment[exp.name]["benchmark"]
-            bench_identity = graph.steps[bench_addr].identity
-            current = _baseline_run(state, exp.promote)
-            if current is not None and current == results.get(bench_identity) and bench_addr not in bench_runs:
-                action, reason = Action.REUSE, f"track {exp.promote} already has this result"
-            else:
-                action, reason = Action.PROMOTE, f"to track {exp.promote} when every check passes"
+            if index is None:
+                index = Index(state)
+            candidacy[addr] = _promote_candidacy(graph, step, state, index, bench_runs, results)
+            action, reason = Action.REUSE, candidacy[addr][1]  # decided per track below
         else:  # teardown
             launch_addr = step.payload["launch"]
             if launch_addr in running_at_end:
@@ -222,6 +227,13 @@ def make_plan(
                 action, reason = Action.REUSE, "nothing running"
         actions[addr] = action
         changes[addr] = Change(addr, kind, action, reason, step.identity, fields, step.deps, step.after, step.experiments, step.host)
+
+    # promotions of one track are decided together: two candidates that
+    # would pass on recorded verdicts alone are held, as apply would hold them
+    for addr, (action, reason) in _promote_actions(graph, candidacy).items():
+        c = changes[addr]
+        actions[addr] = action
+        changes[addr] = Change(addr, c.kind, action, reason, c.identity, c.fields, c.deps, c.after, c.experiments, c.host)
 
     # preflight depends on what its host starts: decide it last.
     for addr, change in list(changes.items()):
@@ -299,13 +311,66 @@ def max_runs(workload) -> int:
     return max(first_pairs(workload), most)
 
 
-def _baseline_run(state, track: str) -> str | None:
-    if state is None:
-        return None
-    for b in state.baselines:
-        if b.track == track:
-            return b.run
-    return None
+HELD = "held:"  # the reason of a promotion held because several candidates of its track passed
+
+
+def _promote_candidacy(graph: Graph, step, state, index: Index, bench_runs: set[str], results: dict) -> tuple[str, str]:
+    """What a promote step would do, from recorded verdicts of its checks'
+    identities: `new` (verdicts will be new: a benchmark it reads runs, or a
+    check has none recorded), `ready` (every recorded verdict passed and
+    none is known to the track's latest promotion) or `stop` (a recorded
+    verdict did not pass, or the track's latest promotion saw these
+    verdicts: nothing to do until something changes)."""
+    exp = step.payload["experiment"]
+    track = step.content["track"]
+    when = f"to track {track} when every check passes"
+    bench_addr = graph.by_experiment[exp.name]["benchmark"]
+    checks = [d for d in step.deps if graph.steps[d].kind == "check"]
+    if not checks:
+        return "stop", f"not promoted: {exp.name} has no gating assertion"
+    reads = [bench_addr]
+    if exp.baseline is not None and exp.baseline.kind == "experiment":
+        reads.append(graph.by_experiment.get(exp.baseline.name, {}).get("benchmark"))
+    if any(a in bench_runs for a in reads):
+        return "new", when
+    result = results.get(graph.steps[bench_addr].identity)
+    latest = state.latest_promotion(track) if state is not None else None
+    if latest is not None and latest.run == result and latest.experiment == exp.name:
+        return "stop", f"track {track} already has this result (promoted {latest.time})"
+    verdicts = [index.verdict(c, graph.steps[c].identity) for c in checks]
+    if any(v is None for v in verdicts):
+        return "new", when
+    for c, v in zip(checks, verdicts):
+        status = verdict_status(v)
+        if status != PASS:
+            word = {"fail": "failed", "inconclusive": "was inconclusive", "error": "could not be decided"}.get(status, "did not pass")
+            return "stop", f"not promoted: {c} {word} (run {v.id}); nothing changed since"
+    if not index.new_to([result, *(v.id for v in verdicts)], latest):
+        return "stop", f"not promoted: track {track} went to {latest.experiment} (run {latest.run}) after these verdicts"
+    return "ready", when
+
+
+def _promote_actions(graph: Graph, candidacy: dict[str, tuple[str, str]]) -> dict[str, tuple[Action, str]]:
+    """Per track: every pending candidate is `!`, except when two or more
+    would pass on recorded verdicts alone (apply would hold them again):
+    then each is `=`, held, until the user chooses one (`--target`)."""
+    by_track: dict[str, list[str]] = {}
+    for addr in sorted(candidacy):
+        by_track.setdefault(graph.steps[addr].content["track"], []).append(addr)
+    out: dict[str, tuple[Action, str]] = {}
+    for track, addrs in by_track.items():
+        pending = [a for a in addrs if candidacy[a][0] != "stop"]
+        held = len(pending) > 1 and all(candidacy[a][0] == "ready" for a in pending)
+        names = ", ".join(graph.steps[a].payload["experiment"].name for a in pending)
+        for addr in addrs:
+            kind, reason = candidacy[addr]
+            if kind == "stop":
+                out[addr] = (Action.REUSE, reason)
+            elif held:
+                out[addr] = (Action.REUSE, f"{HELD} {names} passed for track {track}; promote one with --target NAME")
+            else:
+                out[addr] = (Action.PROMOTE, reason)
+    return out
 
 
 def _stack_summary(step) -> str:

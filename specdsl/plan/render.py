@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from specdsl import secrets
-from specdsl.plan.diff import fmt_value
+from specdsl.plan.diff import HELD, fmt_value
 from specdsl.plan.model import Action, Plan
 
 _ORDER = (Action.CREATE, Action.REPLACE, Action.RUN, Action.CHECK, Action.PROMOTE, Action.DESTROY, Action.REUSE)
@@ -43,8 +43,8 @@ def render_text(plan: Plan, verbose: bool = False) -> str:
     lines.append("")
     width = max((len(c.addr) for c in plan.changes), default=0)
     for c in plan.changes:
-        if c.action is Action.REUSE and not verbose and not plan.has_changes:
-            continue
+        if c.action is Action.REUSE and not verbose and not plan.has_changes and not c.reason.startswith(HELD):
+            continue  # (a held promotion waits on the user: always shown)
         lines.append(f"{c.action.value:>3} {c.addr.ljust(width)}  ({c.reason})")
     if not plan.has_changes:
         if lines[-1] != "":

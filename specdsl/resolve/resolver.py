@@ -23,6 +23,7 @@ from specdsl.resolve.loader import Sources, load_tree, load_var_file
 from specdsl.resolve.values import INVALID, BlockRef, OverrideValue, Scope, V, evaluate, type_name
 from specdsl.validate import schema
 from specdsl.validate.asserts import check_assert
+from specdsl.validate.promotion import check_promotion
 
 LOCAL_HOST = config.Host(name="local")
 TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -173,6 +174,8 @@ class _Resolver:
         matrix_keys = tuple(cells[0].keys()) if cells and cells[0] else ()
         baseline = self.baseline(name, attrs_.get("baseline"))
         promote = self.promote(attrs_.get("promote"), bool(matrix_keys))
+        if promote is not None:  # a track moves only on a gating assertion
+            check_promotion(name, attrs_["promote"].value.span, raw.asserts, self.diags, has_baseline="baseline" in attrs_)
         out = []
         # Each attribute is evaluated once per distinct value of the matrix
         # keys it reads (once in all, for one that reads none), not per cell.

@@ -53,7 +53,7 @@ RECORDS: dict[str, tuple[type, dict[str, str]]] = {
     "steps": (StepRecord, {"addr": STR, "kind": STR, "identity": STR, "content": STR, "updated": STR}),
     "promotions": (Promotion, {
         "track": STR, "run": STR, "experiment": STR, "checks": STR_LIST, "previous": OPT_STR,
-        "time": STR,
+        "time": STR, "verdicts": STR_LIST, "runs_seen": OPT_INT, "lock": STR,
     }),
 }
 TOP_KEYS = ("format_version", "lineage", "serial", "results", *RECORDS)

@@ -155,7 +155,13 @@ class Baseline:
 @attrs.frozen
 class Promotion:
     """Audit record: at `time`, `run` of `experiment` became the baseline of
-    `track` after `checks` passed, replacing run `previous` (None: first)."""
+    `track` after `checks` passed, replacing run `previous` (None: first).
+
+    `verdicts` are the ids of the check runs whose verdicts it rests on (in
+    the order of `checks`); `runs_seen` how many runs state held when it was
+    made (`runs[:runs_seen]` were recorded before it, so a verdict recorded
+    later is new to it; None: not recorded, a state written before it was);
+    `lock` the stack lock it wrote, relative to the state folder."""
 
     track: str
     run: str
@@ -163,6 +169,9 @@ class Promotion:
     checks: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     previous: str | None = None
     time: str = ""
+    verdicts: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    runs_seen: int | None = None
+    lock: str = ""
 
 
 @attrs.frozen
@@ -246,7 +255,26 @@ class State:
         return next((b for b in self.baselines if b.track == track), None)
 
     def promotions_of(self, track: str) -> tuple[Promotion, ...]:
+        """The promotions of `track`, oldest first."""
         return tuple(p for p in self.promotions if p.track == track)
+
+    def latest_promotion(self, track: str) -> Promotion | None:
+        return next((p for p in reversed(self.promotions) if p.track == track), None)
+
+    def baseline_for(self, track: str, run_id: str | None) -> str | None:
+        """The run `track`'s baseline is for a candidate whose result is
+        `run_id`: the baseline now, or, when that is the candidate's own
+        result, the run it replaced (a promoted result is not compared with
+        itself). None: the track has no such run."""
+        base = self.baseline(track)
+        if base is None or run_id is None or base.run != run_id:
+            return base.run if base is not None else None
+        own = next((p for p in reversed(self.promotions) if p.track == track and p.run == run_id), None)
+        return own.previous if own is not None else None
+
+    def tracks(self) -> tuple[str, ...]:
+        """Every track with a baseline or a promotion, sorted."""
+        return tuple(sorted({b.track for b in self.baselines} | {p.track for p in self.promotions}))
 
     # -- changes (each returns a new State) -----------------------------
     def with_environment(self, env: Environment) -> "State":
@@ -289,20 +317,29 @@ class State:
         return attrs.evolve(self, runs=runs, results=results)
 
     def with_promotion(
-        self, track: str, run_id: str, checks: tuple[str, ...] | list[str], time: str | None = None
+        self, track: str, run_id: str, checks: tuple[str, ...] | list[str], time: str | None = None, *,
+        experiment: str | None = None, verdicts: tuple[str, ...] | list[str] = (), lock: str = "",
     ) -> "State":
         """Make completed run `run_id` the baseline of `track` and append the
-        audit record. ValueError (a caller bug) if the run is not a
-        completed run of this state."""
+        audit record (`experiment`: the promoting experiment, by default the
+        run's; `verdicts`: the check runs it rests on; `lock`: the lock file
+        written, relative to the state folder; `runs_seen` is set to the
+        runs recorded so far). ValueError (a caller bug) if the run is not a
+        completed run of this state, or a verdict is not a run of it."""
         run = self.run(run_id)
         if run is None or run.status != "completed":
             raise ValueError(f"cannot promote {run_id!r}: not a completed run in this state")
+        missing = [v for v in verdicts if self.run(v) is None]
+        if missing:
+            raise ValueError(f"cannot promote {run_id!r}: verdict runs {missing!r} are not in this state")
         time = time or utc_now()
+        experiment = experiment or run.experiment
         old = self.baseline(track)
-        baseline = Baseline(track=track, run=run_id, experiment=run.experiment, promoted=time)
+        baseline = Baseline(track=track, run=run_id, experiment=experiment, promoted=time)
         promotion = Promotion(
-            track=track, run=run_id, experiment=run.experiment, checks=tuple(checks),
-            previous=old.run if old else None, time=time,
+            track=track, run=run_id, experiment=experiment, checks=tuple(checks),
+            previous=old.run if old else None, time=time, verdicts=tuple(verdicts),
+            runs_seen=len(self.runs), lock=lock,
         )
         baselines = _replace(self.baselines, lambda b: b.track, baseline, lambda b: b.track)
         return attrs.evolve(self, baselines=baselines, promotions=self.promotions + (promotion,))
@@ -337,4 +374,11 @@ class State:
         for i, b in enumerate(self.baselines):
             if b.run not in completed:
                 out.append((f"baselines[{i}].run", f"run {b.run!r} is not a completed run in this state"))
+        known = {r.id for r in self.runs}
+        for i, p in enumerate(self.promotions):
+            for j, v in enumerate(p.verdicts):
+                if v not in known:
+                    out.append((f"promotions[{i}].verdicts[{j}]", f"run {v!r} is not a run in this state"))
+            if p.runs_seen is not None and not 0 <= p.runs_seen <= len(self.runs):
+                out.append((f"promotions[{i}].runs_seen", f"expected 0 to {len(self.runs)} (the runs recorded), found {p.runs_seen}"))
         return out

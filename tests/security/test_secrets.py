@@ -83,6 +83,7 @@ def spec_text(hf_token: str) -> str:
 
         workload "w" {{
           command = ["{sys.executable}", "-c", "print('tput: 7')"]
+          runs    = 2
           metric "tput" {{ regex = "tput: (\\\\d+)" }}
         }}
 
@@ -90,6 +91,7 @@ def spec_text(hf_token: str) -> str:
           stack    = stack.sys
           server   = server.s
           workload = workload.w
+          assert "ran" {{ tput >= 1 }}
           promote  = "prod"
         }}
     ''')

@@ -51,9 +51,11 @@ def states(draw) -> State:
         state = state.with_run(run)
     completed = [r.id for r in state.runs if r.status == "completed"]
     if completed:
-        for track, run_id, checks, time in draw(st.lists(
-                st.tuples(text, st.sampled_from(completed), st.lists(text, max_size=3), text), max_size=3)):
-            state = state.with_promotion(track, run_id, checks, time=time)
+        every = [r.id for r in state.runs]
+        for track, run_id, checks, time, verdicts, lock in draw(st.lists(
+                st.tuples(text, st.sampled_from(completed), st.lists(text, max_size=3), text,
+                          st.lists(st.sampled_from(every), max_size=3), text), max_size=3)):
+            state = state.with_promotion(track, run_id, checks, time=time, verdicts=verdicts, lock=lock)
     return state
 
 

@@ -1,0 +1,97 @@
+"""Queries on promotions and the verdicts they rest on, for the plan (is a
+promotion pending?), the promote step (are these verdicts new?) and
+`specdsl history`. Pure functions of a State.
+
+A check records a *verdict run* (a completed run of its step, `reason`
+"STATUS: detail", STATUS pass, fail, inconclusive or error) only when its verdict
+is new, so the latest run of a check's address and identity is its current
+verdict. A promotion is new when some of its evidence (the benchmark result
+and the verdict runs) was recorded after the track's latest promotion:
+verdicts that a promotion of the track already saw (whether it promoted
+them or another candidate) promote nothing again.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+
+from specdsl.state.model import Promotion, RunRecord, State
+
+PASS, FAIL, INCONCLUSIVE, ERROR = "pass", "fail", "inconclusive", "error"
+VERDICTS = (PASS, FAIL, INCONCLUSIVE, ERROR)
+
+
+def verdict_status(run: RunRecord | None) -> str:
+    """pass, fail, inconclusive or error (data missing), read from a verdict
+    run's reason; "" when it is not one."""
+    if run is None:
+        return ""
+    head = run.reason.split(":", 1)[0].strip()
+    return head if head in VERDICTS else ""
+
+
+def verdict_detail(run: RunRecord | None) -> str:
+    """The values the verdict compared (the reason after `STATUS: `)."""
+    if run is None:
+        return ""
+    _, _, detail = run.reason.partition(":")
+    return detail.strip()
+
+
+class Index:
+    """What planning asks of a state's runs, indexed once: the latest
+    verdict run of each (check address, identity) and each run's position."""
+
+    def __init__(self, state: State | None) -> None:
+        self.state = state
+        self.position: dict[str, int] = {}
+        self.latest: dict[tuple[str, str], RunRecord] = {}
+        for i, run in enumerate(state.runs if state is not None else ()):
+            self.position[run.id] = i
+            if run.status == "completed" and run.step.startswith("check."):
+                self.latest[(run.step, run.identity)] = run
+
+    def verdict(self, addr: str, identity: str) -> RunRecord | None:
+        """The current verdict of the check at `addr` with `identity`."""
+        return self.latest.get((addr, identity))
+
+    def new_to(self, run_ids: Iterable[str], promotion: Promotion | None) -> bool:
+        """Whether any of `run_ids` was recorded after `promotion` (True when
+        there is none; False for one that did not record what it saw)."""
+        if promotion is None:
+            return True
+        if promotion.runs_seen is None:
+            return False
+        return any(self.position.get(r, -1) >= promotion.runs_seen for r in run_ids)
+
+
+def latest_verdict(state: State, addr: str, identity: str) -> RunRecord | None:
+    """The current verdict run of one check (see `Index` for many)."""
+    return next((r for r in reversed(state.runs)
+                 if r.step == addr and r.identity == identity and r.status == "completed"), None)
+
+
+@attrs.frozen
+class Entry:
+    """One promotion as `specdsl history` shows it, with its verdicts."""
+
+    promotion: Promotion
+    verdicts: tuple[tuple[str, str, str], ...]  # (check name, verdict run id or "", detail)
+    previous_experiment: str | None
+
+
+def history(state: State, track: str) -> list[Entry]:
+    """Every promotion of `track`, newest first, with the verdicts it rests on."""
+    out = []
+    before: Promotion | None = None
+    for p in state.promotions_of(track):
+        verdicts = []
+        for i, name in enumerate(p.checks):
+            vid = p.verdicts[i] if i < len(p.verdicts) else ""
+            verdicts.append((name, vid, verdict_detail(state.run(vid)) if vid else ""))
+        prev = before.experiment if before is not None and before.run == p.previous else None
+        out.append(Entry(p, tuple(verdicts), prev))
+        before = p
+    return out[::-1]
