@@ -1,5 +1,6 @@
-"""Fixtures for the bench tests: the instant-server test double, started as
-a real process in its own process group and killed (the whole group) after."""
+"""Fixtures for the bench tests: the instant-server and known-timing test
+doubles, each started as a real process in its own process group and killed
+(the whole group) after."""
 
 from __future__ import annotations
 
@@ -17,8 +18,13 @@ HERE = Path(__file__).parent
 
 def start_instant_server() -> tuple[subprocess.Popen, int]:
     """Start tests/bench/instant_server.py; (process, port). Bounded: 20 s."""
+    return start_double("instant_server.py")
+
+
+def start_double(script: str, *args: str) -> tuple[subprocess.Popen, int]:
+    """Start the test double tests/bench/SCRIPT; (process, port). Bounded: 20 s."""
     proc = subprocess.Popen(
-        [sys.executable, str(HERE / "instant_server.py"), "--port", "0"],
+        [sys.executable, str(HERE / script), "--port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -33,7 +39,7 @@ def start_instant_server() -> tuple[subprocess.Popen, int]:
         if proc.poll() is not None:
             break
     stop_group(proc)
-    raise RuntimeError(f"instant server did not start: {line!r}")
+    raise RuntimeError(f"{script} did not start: {line!r}")
 
 
 def stop_group(proc: subprocess.Popen) -> None:
@@ -48,6 +54,17 @@ def stop_group(proc: subprocess.Popen) -> None:
 def instant_server():
     """Base URL of a running instant server (shared by the session)."""
     proc, port = start_instant_server()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        stop_group(proc)
+
+
+@pytest.fixture(scope="session")
+def timed_server():
+    """Base URL of a running known-timing double (tests/bench/timed_server.py:
+    first token 20 ms after the request, then one every 2 ms)."""
+    proc, port = start_double("timed_server.py", "--ttft-ms", "20", "--itl-ms", "2")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -1,0 +1,102 @@
+"""A minimal reference reader of OpenAI SSE streams, to judge specdsl's
+client against: http.client, one thread and one keep-alive connection per
+stream, `time.perf_counter()` just before the request is written and as
+soon as each HTTP chunk's bytes are returned by the socket (with the timed
+double every SSE event is its own HTTP chunk, so this is the event's first
+byte). No event loop, no buffering beyond the socket file's.
+
+    records, duration = run_reference(url, bodies, requests=32, concurrency=8)
+    summary(records, duration) -> {"median_ttft_ms", "median_itl_ms", "output_throughput", ...}
+
+Same definitions as specdsl.bench.stats (vllm bench serve): TTFT = send ->
+first chunk with non-empty choices, ITL = gaps between such chunks,
+output_throughput = tokens of completed requests / duration of the run.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import statistics
+import threading
+import time
+from urllib.parse import urlsplit
+
+
+def _one(conn: http.client.HTTPConnection, path: str, body: bytes) -> dict:
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    start = time.perf_counter()
+    conn.request("POST", path, body=body, headers=headers)
+    resp = conn.getresponse()
+    chunks: list[float] = []
+    tokens = 0
+    buffer = b""
+    while True:
+        data = resp.read1(65536)
+        now = time.perf_counter()
+        if not data:
+            break
+        first = now - start
+        buffer += data
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                continue
+            obj = json.loads(payload)
+            if obj.get("choices"):
+                chunks.append(first)
+            if obj.get("usage"):
+                tokens = int(obj["usage"]["completion_tokens"])
+    return {"ok": resp.status == 200 and bool(chunks), "start": start, "chunks_s": chunks, "tokens": tokens}
+
+
+def run_reference(url: str, bodies: list[bytes], *, requests: int, concurrency: int) -> tuple[list[dict], float]:
+    """Send `requests` bodies (cycling) closed loop over `concurrency`
+    threads; (records, duration in s from the first send to the last end)."""
+    parts = urlsplit(url)
+    lock = threading.Lock()
+    state = {"next": 0}
+    records: list[dict] = []
+    conns = [http.client.HTTPConnection(parts.hostname, parts.port, timeout=60) for _ in range(concurrency)]
+    for conn in conns:  # connected before the clock starts, as a keep-alive pool would be after warmup
+        conn.connect()
+        conn.sock.setsockopt(6, 1, 1)  # IPPROTO_TCP, TCP_NODELAY
+
+    def worker(conn: http.client.HTTPConnection) -> None:
+        while True:
+            with lock:
+                i = state["next"]
+                if i >= requests:
+                    return
+                state["next"] = i + 1
+            rec = _one(conn, parts.path, bodies[i % len(bodies)])
+            rec["end"] = time.perf_counter()
+            with lock:
+                records.append(rec)
+
+    threads = [threading.Thread(target=worker, args=(c,), daemon=True) for c in conns]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    duration = max(r["end"] for r in records) - t0
+    for conn in conns:
+        conn.close()
+    return records, duration
+
+
+def summary(records: list[dict], duration: float) -> dict[str, float]:
+    ok = [r for r in records if r["ok"]]
+    ttft = [r["chunks_s"][0] * 1000 for r in ok]
+    itl = [(c[k] - c[k - 1]) * 1000 for r in ok for c in [r["chunks_s"]] for k in range(1, len(c))]
+    return {
+        "completed": float(len(ok)),
+        "median_ttft_ms": statistics.median(ttft),
+        "median_itl_ms": statistics.median(itl),
+        "output_throughput": sum(r["tokens"] for r in ok) / duration,
+    }

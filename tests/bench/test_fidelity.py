@@ -1,0 +1,111 @@
+"""Measurement fidelity: the client's timings against the truth, i.e. a
+server of known timing (tests/bench/timed_server.py) read at the same time
+by a minimal blocking reader (tests/bench/reference_client.py).
+
+The machine these tests run on is shared and has 2 cores, so no absolute
+time is asserted beyond the schedule's own: the client is compared with the
+reference reader in the same test, interleaved, as a difference of medians.
+benchmarks/bench_client_fidelity.py is the longer measurement."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+
+import pytest
+
+from reference_client import run_reference, summary
+from specdsl.bench import run_benchmark
+from specdsl.bench.client import make_session, request_headers, stream_request
+from specdsl.bench.datasets import build_prompts
+from specdsl.bench.loadgen import request_body
+from specdsl.bench.timings import RequestTiming
+from specdsl.stats import percentiles
+from specdsl.model.config import Workload
+from specdsl.servers import adapter_for
+
+QUIRKS = adapter_for("vllm").quirks
+
+
+def _low(ttfts: list[float]) -> float:
+    """The 10th percentile: a busy machine only ever adds delay, so the
+    machine's noise lands in the upper part of a distribution while a
+    client's own systematic offset moves all of it, its low part too."""
+    return percentiles(ttfts, (10,))[0]
+
+
+def _compare(url: str, out, w: Workload, bodies: list[bytes], reps: int = 5) -> dict[str, list[float]]:
+    """`reps` interleaved pairs (order alternating): ours minus the reference."""
+    diffs: dict[str, list[float]] = {"p10_ttft": [], "median_ttft": [], "median_itl": [], "throughput": []}
+    for rep in range(reps):
+        got = {}
+        for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
+            if who == "ours":
+                run = run_benchmark(w, url, "m", out / str(rep), quirks=QUIRKS).runs[0]
+                got[who] = (list(run.samples["ttft"]), run.metrics["median_itl_ms"], run.metrics["output_throughput"])
+            else:
+                records, duration = run_reference(url + "/v1/completions", bodies, requests=w.requests,
+                                                  concurrency=w.concurrency)
+                s = summary(records, duration)
+                got[who] = ([r["chunks_s"][0] * 1000 for r in records], s["median_itl_ms"], s["output_throughput"])
+        (ttft_o, itl_o, thr_o), (ttft_r, itl_r, thr_r) = got["ours"], got["ref"]
+        diffs["p10_ttft"].append(_low(ttft_o) - _low(ttft_r))
+        diffs["median_ttft"].append(statistics.median(ttft_o) - statistics.median(ttft_r))
+        diffs["median_itl"].append(itl_o - itl_r)
+        diffs["throughput"].append(thr_o / thr_r - 1)
+    return diffs
+
+
+# Measured here under load average 5 (12 interleaved reps): with the old
+# clock (taken before session.post and after the reading task woke) p10 TTFT
+# was +0.54 ms (1 stream) and +1.18 ms (8 streams) above the reference;
+# stamped at the socket, +0.17 and +0.14 ms. The median TTFT moves with the
+# machine's load; in a closed loop the client's turnaround between a
+# stream's requests (aiohttp: ~0.6 ms of CPU each here, more under load) is
+# part of the throughput it measures.
+TOLERANCES = {"p10_ttft": 0.45, "median_ttft": 2.5, "median_itl": 0.5, "throughput": 0.05}
+
+
+@pytest.mark.parametrize("concurrency, requests, tokens", [(1, 12, 12), (8, 32, 24)])
+def test_ttft_itl_and_throughput_match_the_reference_reader(timed_server, tmp_path, concurrency, requests, tokens):
+    # the double: first token 20 ms after the request, then one every 2 ms
+    w = Workload(name="f", input_len=8, output_len=tokens, requests=requests, concurrency=concurrency,
+                 warmup=concurrency, timeout=30.0)
+    bodies = [request_body(p, "m", QUIRKS, None) for p in build_prompts(w, requests, chat=False, token_ids=True, tokenizer=None)]
+    attempts = []
+    # A burst of other work on this shared machine can spoil one measurement;
+    # a client's own offset spoils every one: up to 3 attempts.
+    for attempt in range(3):
+        diffs = _compare(timed_server, tmp_path / str(attempt), w, bodies)
+        med = {k: statistics.median(v) for k, v in diffs.items()}
+        attempts.append({k: [round(v, 4) for v in vs] for k, vs in diffs.items()})
+        if all(abs(med[k]) < tol for k, tol in TOLERANCES.items()):
+            return
+    pytest.fail(f"ours - reference outside {TOLERANCES} in 3 attempts: {attempts}")
+
+
+def test_the_clock_starts_when_the_request_is_written(timed_server):
+    """A loop stalled between the call and the write (other streams' work,
+    connection checkout) is not the server's time: TTFT counts from the
+    moment the request's bytes are written."""
+
+    async def main() -> RequestTiming:
+        session = make_session(0)
+        try:
+            body = b'{"model":"timed:60:2","prompt":[1,2,3],"max_tokens":3,"stream":true}'
+            record = RequestTiming(i=0)
+            asyncio.get_running_loop().call_soon(time.sleep, 0.04)  # ready before the body-writing task
+            t0 = time.perf_counter()
+            await stream_request(session, timed_server + "/v1/completions", body, request_headers(), record,
+                                 timeout=10.0, t0=t0, keep_text=False)
+            return record
+        finally:
+            await session.close()
+
+    record = asyncio.run(main())
+    assert record.ok, record.reason
+    # the server sends the first token 60 ms after reading the request; a
+    # clock started before the 40 ms stall would read >= 100 ms
+    assert 0.060 <= record.chunks_s[0] < 0.085, record.chunks_s
+    assert record.chunks_s[1] - record.chunks_s[0] < 0.02
