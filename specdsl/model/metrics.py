@@ -30,8 +30,21 @@ _SCALARS = {
     "duration": "s",
 }
 
+# Read from the server's own Prometheus /metrics before and after each run
+# (specdsl/bench/serverside.py); absent from a run whose server does not
+# report them. spec_accept_length counts the bonus token (vLLM's definition).
+SERVER_METRICS = {
+    "spec_accept_length": "tokens",
+    "spec_accept_rate": "fraction",
+    "prefix_cache_hit_rate": "fraction",
+    "server_prompt_tokens": "count",
+    "server_generation_tokens": "count",
+    "server_cached_prompt_tokens": "count",
+}
+
 # name -> (kind, unit)
 METRICS: dict[str, tuple[str, str]] = {name: (SCALAR, unit) for name, unit in _SCALARS.items()}
+METRICS.update({name: (SCALAR, unit) for name, unit in SERVER_METRICS.items()})
 METRICS.update({name: (DISTRIBUTION, unit) for name, unit in DISTRIBUTIONS.items()})
 for _d in DISTRIBUTIONS:
     for _s in STATS:

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 import attrs
 
 from specdsl.bench.quirks import ClientQuirks
+from specdsl.bench.serverside import ServerSide
 from specdsl.model.config import Server
 from specdsl.provision import EnvInfo
 
@@ -74,7 +75,14 @@ class Adapter:
     `keyed` maps a log pattern's regex text (as in specdsl/facts) to the
     effective keys its groups set (None skips a group); `default_backend`
     lists patterns that mean "the server chose its attention backend
-    itself"; `kv_lists` patterns whose last group is a `k=v, ...` dump."""
+    itself"; `kv_lists` patterns whose last group is a `k=v, ...` dump.
+
+    Beside its API: `cache_reset` is the (method, path) that empties the
+    server's prefix cache (None: the engine has none), with
+    `cache_reset_hint` for a server that answers 404 there; `counters` and
+    `gauges` map the client's vocabulary of server-side quantities
+    (specdsl.bench.serverside) to the engine's Prometheus metrics at
+    `metrics_path`. `server_side()` gives them to the load generator."""
 
     name = "command"
     distributions: tuple[str, ...] = ()
@@ -82,6 +90,16 @@ class Adapter:
     keyed: Mapping[str, tuple[str | None, ...]] = {}
     default_backend: frozenset[str] = frozenset()
     kv_lists: frozenset[str] = frozenset()
+    cache_reset: tuple[str, str] | None = None
+    cache_reset_hint: str = ""
+    metrics_path: str = "/metrics"
+    counters: Mapping[str, str] = {}
+    gauges: Mapping[str, str] = {}
+
+    def server_side(self) -> ServerSide:
+        """What the load generator may ask this engine's server beside its API."""
+        return ServerSide(cache_reset=self.cache_reset, cache_reset_hint=self.cache_reset_hint,
+                          metrics_path=self.metrics_path, counters=self.counters, gauges=self.gauges)
 
     def argv(self, server: Server, env: EnvInfo, bind: str, port: int, host=None) -> list[str]:
         """The full argv that starts `server` from `env`, listening on

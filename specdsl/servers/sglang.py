@@ -7,6 +7,12 @@
   `/server_info` (every resolved setting; `/get_server_info` on older
   versions), nested dicts flattened as `outer.inner`.
 - client quirks: `ignore_eos`, token-id prompts, usage in the stream.
+- beside the API: `POST /flush_cache` empties the radix (prefix) cache
+  (200, or 400 while requests are running); Prometheus metrics at /metrics
+  only with `--enable-metrics` (sglang/srt/metrics/collector.py): counters
+  of prompt, generation and cached prompt tokens and of requests, and the
+  gauges `sglang:spec_accept_length` and `sglang:spec_accept_rate` (the
+  most recent batch's figures, not a run's average).
 """
 
 from __future__ import annotations
@@ -37,6 +43,14 @@ class Sglang(Adapter):
     }
     default_backend = frozenset({_NOT_SPECIFIED})
     kv_lists = frozenset({r"server_args=ServerArgs\((.*)\)$"})
+    cache_reset = ("POST", "/flush_cache")
+    counters = {
+        "requests": "sglang:num_requests",
+        "prompt_tokens": "sglang:prompt_tokens",
+        "generation_tokens": "sglang:generation_tokens",
+        "cached_prompt_tokens": "sglang:cached_tokens",
+    }
+    gauges = {"spec_accept_length": "sglang:spec_accept_length", "spec_accept_rate": "sglang:spec_accept_rate"}
 
     def argv(self, server, env, bind, port, host=None):
         return [env.python, "-m", "sglang.launch_server", "--model-path", server.model, "--host", bind, "--port", str(port),

@@ -9,6 +9,13 @@
   V1 engine's whole config dump), then the `non-default args: {...}` line.
 - client quirks: `ignore_eos` gives an exact output length; the completions
   endpoint takes token-id prompts; `stream_options.include_usage`.
+- beside the API: `POST /reset_prefix_cache` empties the prefix cache, but
+  vLLM serves it only with `VLLM_SERVER_DEV_MODE=1` (its dev endpoints,
+  vllm/entrypoints/serve/cache/api_router.py); Prometheus counters at
+  /metrics (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py):
+  prompt and generation tokens, prefix cache queries and hits (in tokens),
+  speculative decoding drafts, draft tokens and accepted tokens (present
+  only when speculative decoding is on).
 """
 
 from __future__ import annotations
@@ -41,6 +48,17 @@ class Vllm(Adapter):
     }
     default_backend = frozenset({_DEFAULT_BACKEND})
     kv_lists = frozenset({r"Initializing a V1 LLM engine \(v(\S+)\) with config: (.*)"})
+    cache_reset = ("POST", "/reset_prefix_cache")
+    cache_reset_hint = "vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in the server's env"
+    counters = {
+        "prompt_tokens": "vllm:prompt_tokens",
+        "generation_tokens": "vllm:generation_tokens",
+        "prefix_cache_queries": "vllm:prefix_cache_queries",
+        "cached_prompt_tokens": "vllm:prefix_cache_hits",
+        "spec_drafts": "vllm:spec_decode_num_drafts",
+        "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens",
+        "spec_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
+    }
 
     def argv(self, server, env, bind, port, host=None):
         dist, _ = self.distribution(env)

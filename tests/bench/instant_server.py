@@ -20,7 +20,8 @@ stream `max_tokens` chunks; the request's `model` picks a behaviour:
   flaky                     every other request answers 503
   close                     closes the connection without answering
 
-GET /last returns the body of the last POST (for tests of request fields).
+GET /last returns the body of the last POST (for tests of request fields);
+GET /metrics and a POST anywhere but .../completions answer 404.
 """
 
 from __future__ import annotations
@@ -100,7 +101,11 @@ class Server(asyncio.Protocol):
         method, path = head.split(" ", 2)[:2]
         self.busy = True
         if method == "GET":
+            if path == "/metrics":  # no Prometheus endpoint here, as transformers serve
+                return self._finish(_plain(404, b'{"detail":"Not Found"}'))
             self._finish(_plain(200, _state["last"]) if path == "/last" else _plain(200, b'{"status":"ok"}'))
+        elif not path.endswith("/completions"):  # e.g. /reset_prefix_cache of a vLLM without dev mode
+            self._finish(_plain(404, b'{"detail":"Not Found"}'))
         else:
             asyncio.ensure_future(self._post(path, body))
 

@@ -77,13 +77,13 @@ class Handler(BaseHTTPRequestHandler):
             with _lock:
                 c = dict(_counts)
             text = (
-                "# TYPE double:requests counter\n"
+                "# TYPE double:requests_total counter\n"
                 f"double:requests_total {c['requests']}\n"
-                "# TYPE double:prompt_tokens counter\n"
+                "# TYPE double:prompt_tokens_total counter\n"
                 f"double:prompt_tokens_total {c['prompt_tokens']}\n"
-                "# TYPE double:generation_tokens counter\n"
+                "# TYPE double:generation_tokens_total counter\n"
                 f"double:generation_tokens_total {c['generation_tokens']}\n"
-                "# TYPE double:cache_resets counter\n"
+                "# TYPE double:cache_resets_total counter\n"
                 f"double:cache_resets_total {c['cache_resets']}\n"
                 "# TYPE double:turnaround_seconds summary\n"
                 f"double:turnaround_seconds_sum {c['turnaround_s']}\n"
