@@ -6,11 +6,18 @@ process; the schedule is seeded and, as in `vllm bench serve`, scaled so
 that the last request leaves at `requests / rate` s). Open loop does not
 cap the number of streams in flight.
 
-Every run sends the same prompts on the same schedule. Warmup requests
-(`warmup` of them, at most `concurrency` at a time) run once before the
-first run and are not recorded. Between runs the client waits `cooldown`
-seconds. Each run's requests go to `run-N.requests.jsonl` in `out_dir` and
-the whole result to `result.json`.
+Every run sends fresh prompts (seeded from the workload's seed and the
+run's index; a JSONL file's own prompts excepted: see
+specdsl.bench.datasets) on the same schedule. Warmup requests (`warmup` of
+them, at most `concurrency` at a time, with prompts of their own) run once
+before the first run and are not recorded. Before each run the server's
+prefix cache is reset where its engine offers a way (`ServerSide`, from the
+adapter) and its Prometheus counters are read, and again after the run
+(specdsl.bench.serverside); the client's own load is measured during it
+(specdsl.bench.monitor). Between runs the client waits `cooldown` seconds.
+Each run's requests go to `run-N.requests.jsonl` in `out_dir` and the whole
+result, with the request settings (specdsl.bench.settings), to
+`result.json`.
 """
 
 from __future__ import annotations
@@ -26,8 +33,11 @@ from typing import Any
 
 from specdsl import private
 from specdsl.bench.client import make_session, request_headers, stream_request
-from specdsl.bench.datasets import Prompt, Tokenizer, build_prompts, load_tokenizer
+from specdsl.bench.datasets import Prompt, PromptSource, Tokenizer, load_tokenizer
+from specdsl.bench.monitor import LoopMonitor, client_warnings, schedule_lateness_ms
 from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
+from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_cache, run_figures
+from specdsl.bench.settings import request_settings
 from specdsl.bench.timings import RequestTiming, write_records
 from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures
 from specdsl.bench.stats import compute_metrics
@@ -83,9 +93,8 @@ def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[f
 class _Runner:
     """Drives requests on one event loop; see `run_benchmark`."""
 
-    def __init__(self, url: str, bodies: list[bytes], timeout: float, keep_text: bool, stop: threading.Event | None):
+    def __init__(self, url: str, timeout: float, keep_text: bool, stop: threading.Event | None):
         self.url = url
-        self.bodies = bodies
         self.timeout = timeout
         self.keep_text = keep_text
         self.stop = stop
@@ -101,7 +110,7 @@ class _Runner:
             texts[i] = text
         return record
 
-    async def closed_loop(self, n: int, concurrency: int, texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
+    async def closed_loop(self, bodies: list[bytes], n: int, concurrency: int, texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
         records: list[RequestTiming] = []
         next_index = 0
         t0 = time.perf_counter()
@@ -111,12 +120,12 @@ class _Runner:
             while next_index < n:
                 i = next_index
                 next_index += 1
-                records.append(await self.one(i, self.bodies[i % len(self.bodies)], t0, texts))
+                records.append(await self.one(i, bodies[i % len(bodies)], t0, texts))
 
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, n)))))
         return records, time.perf_counter() - t0
 
-    async def open_loop(self, offsets: list[float], texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
+    async def open_loop(self, bodies: list[bytes], offsets: list[float], texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
         tasks: list[asyncio.Task] = []
         t0 = time.perf_counter()
         try:
@@ -124,7 +133,7 @@ class _Runner:
                 delay = t0 + offset - time.perf_counter()
                 if delay > 0:
                     await asyncio.sleep(delay)
-                tasks.append(asyncio.ensure_future(self.one(i, self.bodies[i % len(self.bodies)], t0, texts)))
+                tasks.append(asyncio.ensure_future(self.one(i, bodies[i % len(bodies)], t0, texts)))
             records = list(await asyncio.gather(*tasks))
         finally:
             for task in tasks:
@@ -175,13 +184,18 @@ def run_benchmark(
     tokenizer: str | None = None,
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
+    server: ServerSide = NOTHING,
+    first_run: int = 0,
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
     asking for `model`, within what the server accepts (`quirks`, from
     its adapter); `tokenizer` (a folder with tokenizer.json)
     builds exact-length text prompts and counts tokens when the server sends
-    no usage. Writes per-request records under `out_dir`.
+    no usage. `server` (from the adapter) says how to reset the server's
+    prefix cache and which of its Prometheus counters to read. `first_run`
+    is the index of the first run made here (runs accumulate: a run's
+    prompts follow its index). Writes per-request records under `out_dir`.
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
@@ -191,60 +205,100 @@ def run_benchmark(
     private.make_dirs(out_dir)
     url = endpoint_url(base_url, workload.endpoint)
     tok = load_tokenizer(tokenizer)
-    prompts = build_prompts(
-        workload, workload.requests, chat=workload.endpoint == "chat", token_ids=quirks.token_ids, tokenizer=tok
-    )
-    bodies = [request_body(p, model, quirks, workload.ignore_eos) for p in prompts]
-    runner = _Runner(url, bodies, float(workload.timeout), keep_text=tok is not None, stop=stop)
+    source = PromptSource(workload, chat=workload.endpoint == "chat", token_ids=quirks.token_ids, tokenizer=tok)
+    first_prompts, _ = source.prompts(1, first_run)
+    settings = request_settings(workload, url, model, quirks, tokenizer, source,
+                                request_body(first_prompts[0], model, quirks, workload.ignore_eos))
+    runner = _Runner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
     say = progress or (lambda _msg: None)
+    bench = _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run)
 
     async def main() -> list[RunResult]:
         runner.session = make_session(limit=0)
         try:
-            return await _all_runs(runner, workload, prompts, tok, out_dir, say)
+            return await bench.all_runs()
         finally:
             await runner.session.close()
 
     runs = _run_loop(main())
-    result = BenchResult(runs=tuple(runs))
+    result = BenchResult(runs=tuple(runs), settings=settings)
     private.write_text(out_dir / "result.json", json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
     return result
 
 
-async def _all_runs(runner: _Runner, workload: Any, prompts: list[Prompt], tok, out_dir: Path, say) -> list[RunResult]:
-    if workload.warmup > 0:
-        say(f"warmup: {workload.warmup} requests")
-        records, _ = await runner.until_stopped(runner.closed_loop(workload.warmup, workload.concurrency, {}))
-        if not any(r.ok for r in records):
-            reasons = describe_failures(_reasons(records))
-            raise BenchError(f"warmup: all {len(records)} requests to {runner.url} failed: {reasons}")
-    results: list[RunResult] = []
-    for index in range(workload.runs):
-        if index > 0 and workload.cooldown > 0:
-            await runner.until_stopped(asyncio.sleep(workload.cooldown))
-        say(f"run {index + 1}/{workload.runs}: {workload.requests} requests")
+class _Bench:
+    """The warmup and the runs of one benchmark (see `run_benchmark`)."""
+
+    def __init__(self, runner: _Runner, workload: Any, source: PromptSource, model: str, quirks: ClientQuirks, tok,
+                 out_dir: Path, say, server: ServerSide, base_url: str, first_run: int):
+        self.runner, self.w, self.source, self.model, self.quirks = runner, workload, source, model, quirks
+        self.tok, self.out_dir, self.say, self.server, self.base_url, self.first_run = tok, out_dir, say, server, base_url, first_run
+
+    def bodies(self, prompts: list[Prompt]) -> list[bytes]:
+        return [request_body(p, self.model, self.quirks, self.w.ignore_eos) for p in prompts]
+
+    async def all_runs(self) -> list[RunResult]:
+        w, runner = self.w, self.runner
+        if w.warmup > 0:
+            self.say(f"warmup: {w.warmup} requests")
+            prompts, _ = self.source.prompts(w.warmup, "warmup")
+            records, _ = await runner.until_stopped(runner.closed_loop(self.bodies(prompts), w.warmup, w.concurrency, {}))
+            if not any(r.ok for r in records):
+                reasons = describe_failures(_reasons(records))
+                raise BenchError(f"warmup: all {len(records)} requests to {runner.url} failed: {reasons}")
+        results: list[RunResult] = []
+        for k in range(w.runs):
+            if k > 0 and w.cooldown > 0:
+                await runner.until_stopped(asyncio.sleep(w.cooldown))
+            results.append(await self.one_run(self.first_run + k, k))
+        return results
+
+    async def one_run(self, index: int, k: int) -> RunResult:
+        w, runner, session = self.w, self.runner, self.runner.session
+        self.say(f"run {k + 1}/{w.runs}: {w.requests} requests")
+        prompts, prompt_record = self.source.prompts(w.requests, index)
+        bodies = self.bodies(prompts)
+        cache = await reset_cache(session, self.base_url, self.server)
+        before, status = await read_metrics(session, self.base_url, self.server)
         texts: dict[int, str] = {}
-        if workload.rate is None:
-            coro = runner.closed_loop(workload.requests, workload.concurrency, texts)
+        offsets = None
+        if w.rate is None:
+            coro = runner.closed_loop(bodies, w.requests, w.concurrency, texts)
         else:
-            offsets = arrival_offsets(workload.requests, workload.rate, workload.burstiness, workload.seed)
-            coro = runner.open_loop(offsets, texts)
-        records, duration = await runner.until_stopped(coro)
-        _count_tokens(records, texts, tok)
+            offsets = arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
+            coro = runner.open_loop(bodies, offsets, texts)
+        monitor = LoopMonitor()
+        monitor.start()
+        try:
+            records, duration = await runner.until_stopped(coro)
+        finally:
+            client = monitor.stop()
+        if offsets is not None:
+            ordered = sorted(records, key=lambda r: r.i)
+            client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
+        after = None
+        if before is not None:
+            after, status = await read_metrics(session, self.base_url, self.server)
+        _count_tokens(records, texts, self.tok)
         _fill_prompt_lens(records, prompts)
-        path = out_dir / f"run-{index}.requests.jsonl"
-        write_records(path, {"run": index, "duration_s": duration, "url": runner.url}, records)
+        path = self.out_dir / f"run-{index}.requests.jsonl"
+        header = {"run": index, "duration_s": duration, "url": runner.url, "prompts": prompt_record, "cache_reset": cache}
+        write_records(path, header, records)
         metrics, samples, failures = compute_metrics(records, duration)
         if metrics["completed"] == 0:
-            raise BenchError(
-                f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}"
-            )
-        results.append(RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path)))
-        say(
-            f"run {index + 1}/{workload.runs}: {int(metrics['completed'])} completed, {int(metrics['failed'])} failed,"
+            raise BenchError(f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}")
+        server_metrics, server_record = run_figures(self.server, before, after)
+        metrics.update(server_metrics)
+        warnings = client_warnings(client, metrics)
+        for warning in warnings:
+            self.say(f"run {k + 1}/{w.runs}: {warning}")
+        self.say(
+            f"run {k + 1}/{w.runs}: {int(metrics['completed'])} completed, {int(metrics['failed'])} failed,"
             f" {metrics.get('output_throughput', 0.0):.1f} tok/s"
         )
-    return results
+        return RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path),
+                         prompts=prompt_record, cache_reset=cache, server={"metrics": status, **server_record},
+                         client=client, warnings=warnings)
 
 
 def _reasons(records: list[RequestTiming]) -> dict[str, int]:

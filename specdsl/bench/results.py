@@ -35,6 +35,10 @@ def _samples(value: Any) -> dict[str, tuple[float, ...]]:
     return {str(k): _tuple_of_floats(v) for k, v in dict(value).items()}
 
 
+def _plain_dict(value: Any) -> dict:
+    return dict(value or {})
+
+
 @attrs.frozen
 class RunResult:
     """One repetition of a workload.
@@ -44,6 +48,17 @@ class RunResult:
     (empty for a user's script). `failures`: reason -> count of failed
     requests. `records_file`: the JSONL file with every request's chunk
     timestamps ("" when there is none).
+
+    What the run was made of, for the built-in load generator (empty for a
+    user's script and in results written before they were recorded):
+    `prompts` how its prompts were made (`fresh`, `seed`, `run`,
+    `prompt_seed`; see specdsl.bench.datasets); `cache_reset` what became
+    of the server's prefix cache before it ("done", "not offered: ...",
+    "failed: ..."; see specdsl.bench.serverside); `server` what was read from
+    the server's /metrics (`metrics`: "read" or why not; `counters`: each
+    counter's increase over the run; `gauges`: values after it); `client`
+    the client's own load (specdsl.bench.monitor); `warnings`, e.g.
+    `client-bound: ...`.
     """
 
     index: int
@@ -51,15 +66,26 @@ class RunResult:
     samples: dict[str, tuple[float, ...]] = attrs.field(factory=dict, converter=_samples)
     failures: dict[str, int] = attrs.field(factory=dict, converter=lambda d: {str(k): int(v) for k, v in d.items()})
     records_file: str = ""
+    prompts: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
+    cache_reset: str = ""
+    server: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
+    client: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
+    warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "index": self.index,
             "metrics": dict(sorted(self.metrics.items())),
             "samples": {k: list(v) for k, v in sorted(self.samples.items())},
             "failures": dict(sorted(self.failures.items())),
             "records_file": self.records_file,
         }
+        for key in ("prompts", "cache_reset", "server", "client"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> RunResult:
@@ -69,24 +95,41 @@ class RunResult:
             samples=d.get("samples", {}),
             failures=d.get("failures", {}),
             records_file=d.get("records_file", ""),
+            prompts=d.get("prompts", {}),
+            cache_reset=d.get("cache_reset", ""),
+            server=d.get("server", {}),
+            client=d.get("client", {}),
+            warnings=d.get("warnings", ()),
         )
 
 
 @attrs.frozen
 class BenchResult:
-    """Every run of one benchmark, in order. Serialised with `format_version`."""
+    """Every run of one benchmark, in order. Serialised with `format_version`.
+
+    `settings`: what the requests asked for and how they were made, so that
+    a diff of two results shows it (see `specdsl.bench.settings`); empty for
+    a user's script and in results written before it was recorded."""
 
     runs: tuple[RunResult, ...] = attrs.field(converter=tuple)
+    settings: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
 
     def to_json(self) -> dict:
-        return {"format_version": FORMAT_VERSION, "runs": [r.to_json() for r in self.runs]}
+        out = {"format_version": FORMAT_VERSION, "runs": [r.to_json() for r in self.runs]}
+        if self.settings:
+            out["settings"] = self.settings
+        return out
 
     @classmethod
     def from_json(cls, d: dict) -> BenchResult:
         version = d.get("format_version")
         if version != FORMAT_VERSION:
             raise ValueError(f"unsupported bench result format_version {version!r} (expected {FORMAT_VERSION})")
-        return cls(runs=tuple(RunResult.from_json(r) for r in d["runs"]))
+        return cls(runs=tuple(RunResult.from_json(r) for r in d["runs"]), settings=d.get("settings", {}))
+
+    def warnings(self) -> list[str]:
+        """Each run's warnings, as `run N: ...`."""
+        return [f"run {r.index}: {w}" for r in self.runs for w in r.warnings]
 
 
 def describe_failures(failures: dict[str, int]) -> str:

@@ -69,3 +69,18 @@ def timed_server():
         yield f"http://127.0.0.1:{port}"
     finally:
         stop_group(proc)
+
+
+@pytest.fixture(scope="session")
+def tokenizer_dir(tmp_path_factory):
+    """A small byte-level BPE tokenizer trained here (no model hub)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(["the quick brown fox jumps over the lazy dog, a server answers requests"] * 20, trainer=trainer)
+    folder = tmp_path_factory.mktemp("tok")
+    tok.save(str(folder / "tokenizer.json"))
+    return folder

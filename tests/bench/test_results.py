@@ -24,8 +24,11 @@ def test_bench_result_round_trips_through_json():
     result = BenchResult(
         runs=(
             RunResult(index=0, metrics={"output_throughput": 12.5, "completed": 3}, samples={"ttft": (1.0, 2.0)}, failures={"http 503": 1}, records_file="r.jsonl"),
-            RunResult(index=1, metrics={"output_throughput": 13}),
-        )
+            RunResult(index=1, metrics={"output_throughput": 13}, prompts={"fresh": True, "seed": 0, "run": 1},
+                      cache_reset="not offered", server={"metrics": "read", "counters": {"spec_drafts": 4.0}},
+                      client={"busy": 0.2}, warnings=("client-bound: x",)),
+        ),
+        settings={"endpoint": "completions", "temperature": None},
     )
     data = json.loads(json.dumps(result.to_json()))
     assert data["format_version"] == 1
@@ -35,3 +38,10 @@ def test_bench_result_round_trips_through_json():
 def test_unknown_format_version_is_refused():
     with pytest.raises(ValueError, match="format_version"):
         BenchResult.from_json({"format_version": 99, "runs": []})
+
+
+def test_results_written_before_the_run_records_still_read():
+    old = {"format_version": 1, "runs": [{"index": 0, "metrics": {"completed": 1}, "samples": {}, "failures": {}, "records_file": ""}]}
+    result = BenchResult.from_json(old)
+    assert result.settings == {} and result.runs[0].prompts == {} and result.runs[0].warnings == ()
+    assert result.to_json() == old  # nothing added that was not recorded

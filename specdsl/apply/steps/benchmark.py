@@ -55,13 +55,17 @@ class Benchmark:
                                                     model=server.model, out_dir=folder, stop=ctx.stop)
             else:
                 tokenizer = server.model if Path(server.model).is_dir() else None
+                adapter = servers.adapter_for(server.engine)
                 result = bench.run_benchmark(workload, handle.base_url, server.model, folder,
-                                             quirks=servers.adapter_for(server.engine).quirks, tokenizer=tokenizer,
-                                             progress=ctx.progress, stop=ctx.stop)
+                                             quirks=adapter.quirks, tokenizer=tokenizer,
+                                             progress=ctx.progress, stop=ctx.stop,
+                                             server=adapter.server_side(), first_run=len(prior))
         except bench.BenchError as exc:
             raise StepFailed(f"{exc} (server log: {handle.log_path})", str(folder)) from None
+        run_warnings = result.warnings()  # the runs made now, e.g. "client-bound: ..." (specdsl.bench.monitor)
         if prior:
-            result = bench.BenchResult(runs=tuple(prior) + tuple(attrs.evolve(r, index=len(prior) + i) for i, r in enumerate(result.runs)))
+            result = bench.BenchResult(runs=tuple(prior) + tuple(attrs.evolve(r, index=len(prior) + i) for i, r in enumerate(result.runs)),
+                                       settings=result.settings)
             (folder / "result.json").write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
         try:
             effective, warnings = servers.effective_config(server, handle, host)
@@ -70,6 +74,8 @@ class Benchmark:
         (folder / "effective.json").write_text(json.dumps(secrets.redact_tree(effective), sort_keys=True, default=str))
         for w in warnings:
             walk.result.warn(f"{exp.server.name}: {w}")
+        for w in run_warnings:
+            walk.result.warn(f"{ctx.addr}: {w}")
         metrics = medians(result)
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
                                                  effective=effective), runs=len(result.runs))
