@@ -60,8 +60,14 @@ def transformers_server(transformers_env, tiny_model, hf_home, tmp_path_factory)
 @pytest.mark.parametrize("endpoint", ["completions", "chat"])
 def test_exact_lengths_and_usage_counts_against_transformers_serve(transformers_server, tiny_model, tmp_path, endpoint):
     w = Workload(name="e2e", input_len=32, output_len=24, requests=6, concurrency=3, warmup=1, timeout=120.0,
-                 endpoint=endpoint)
-    result = run_benchmark(w, transformers_server, str(tiny_model), tmp_path, quirks=adapter_for("transformers").quirks, tokenizer=str(tiny_model))
+                 endpoint=endpoint, runs=2)
+    adapter = adapter_for("transformers")
+    result = run_benchmark(w, transformers_server, str(tiny_model), tmp_path, quirks=adapter.quirks, tokenizer=str(tiny_model),
+                           server=adapter.server_side())
+    # fresh prompts each run; transformers serve has no prefix-cache reset
+    assert [(r.prompts["fresh"], r.prompts["run"], r.cache_reset) for r in result.runs] == [(True, 0, "not offered"), (True, 1, "not offered")]
+    assert result.settings["exact_length"].startswith("generation_config")
+    assert result.settings["tokenizer"]["tokenizer_json_sha256"]
     run = result.runs[0]
     assert run.metrics["completed"] == 6 and run.failures == {}
     _, records = read_records(run.records_file)
