@@ -1,6 +1,10 @@
 """bench: the benchmark client. Sends a workload's requests to an
 OpenAI-compatible server (or runs the user's own benchmark script), times
 every streamed chunk, and computes the metrics of `vllm bench serve`.
+Around each run it resets the server's prefix cache and reads its
+Prometheus counters where the engine offers them (`serverside`), measures
+its own load to mark a run it may have limited (`monitor`), and records the
+request settings with the result (`settings`).
 
 I/O lives here (HTTP, subprocesses, files under the run folder). It may
 import `specdsl.model` (the workload type, the metric names) and diag; never

@@ -258,8 +258,8 @@ class _Bench:
         self.say(f"run {k + 1}/{w.runs}: {w.requests} requests")
         prompts, prompt_record = self.source.prompts(w.requests, index)
         bodies = self.bodies(prompts)
-        cache = await reset_cache(session, self.base_url, self.server)
-        before, status = await read_metrics(session, self.base_url, self.server)
+        cache = await reset_cache(session, self.base_url, self.server, runner.headers)
+        before, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         texts: dict[int, str] = {}
         offsets = None
         if w.rate is None:
@@ -278,7 +278,7 @@ class _Bench:
             client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
         after = None
         if before is not None:
-            after, status = await read_metrics(session, self.base_url, self.server)
+            after, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         _count_tokens(records, texts, self.tok)
         _fill_prompt_lens(records, prompts)
         path = self.out_dir / f"run-{index}.requests.jsonl"

@@ -67,7 +67,14 @@ def _root(base_url: str) -> str:
     return base[: -len("/v1")] if base.endswith("/v1") else base
 
 
-async def reset_cache(session: aiohttp.ClientSession, base_url: str, side: ServerSide) -> str:
+def _auth(headers: dict[str, str] | None) -> dict[str, str]:
+    """Only the bearer token of the benchmark's requests (a server started
+    with an API key guards these endpoints too)."""
+    return {k: v for k, v in (headers or {}).items() if k.lower() == "authorization"}
+
+
+async def reset_cache(session: aiohttp.ClientSession, base_url: str, side: ServerSide,
+                      headers: dict[str, str] | None = None) -> str:
     """Ask the server to empty its prefix cache: "done", "not offered" (the
     engine has no such endpoint, or this server answers 404 there) or
     "failed: ..."."""
@@ -75,7 +82,7 @@ async def reset_cache(session: aiohttp.ClientSession, base_url: str, side: Serve
         return "not offered"
     method, path = side.cache_reset
     try:
-        async with session.request(method, _root(base_url) + path,
+        async with session.request(method, _root(base_url) + path, headers=_auth(headers),
                                    timeout=aiohttp.ClientTimeout(total=_TIMEOUT_S)) as resp:
             text = (await resp.text(errors="replace")).strip()[:120]
             if resp.status == 200:
@@ -90,14 +97,15 @@ async def reset_cache(session: aiohttp.ClientSession, base_url: str, side: Serve
         return f"failed: {method} {path}: {type(exc).__name__}"
 
 
-async def read_metrics(session: aiohttp.ClientSession, base_url: str, side: ServerSide) -> tuple[dict[str, float] | None, str]:
+async def read_metrics(session: aiohttp.ClientSession, base_url: str, side: ServerSide,
+                       headers: dict[str, str] | None = None) -> tuple[dict[str, float] | None, str]:
     """(values by vocabulary name, "read") or (None, why not). A quantity
     the server does not report is left out."""
     if not side.counters and not side.gauges:
         return None, "not read: the engine's adapter names no counters"
     url = _root(base_url) + side.metrics_path
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=_TIMEOUT_S)) as resp:
+        async with session.get(url, headers=_auth(headers), timeout=aiohttp.ClientTimeout(total=_TIMEOUT_S)) as resp:
             if resp.status != 200:
                 return None, f"unavailable: GET {side.metrics_path} answered http {resp.status}"
             text = await resp.text(errors="replace")

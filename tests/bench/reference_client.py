@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import statistics
 import threading
 import time
@@ -64,7 +65,7 @@ def run_reference(url: str, bodies: list[bytes], *, requests: int, concurrency: 
     conns = [http.client.HTTPConnection(parts.hostname, parts.port, timeout=60) for _ in range(concurrency)]
     for conn in conns:  # connected before the clock starts, as a keep-alive pool would be after warmup
         conn.connect()
-        conn.sock.setsockopt(6, 1, 1)  # IPPROTO_TCP, TCP_NODELAY
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def worker(conn: http.client.HTTPConnection) -> None:
         while True:
