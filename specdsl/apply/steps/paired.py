@@ -121,9 +121,11 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
                                                     model=arm.server.model, out_dir=sub, stop=ctx.stop)
             else:
                 tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
-                result = bench.run_benchmark(w, handle.base_url, arm.server.model, sub,
-                                             quirks=servers.adapter_for(arm.server.engine).quirks, tokenizer=tokenizer,
-                                             progress=ctx.progress, stop=ctx.stop)
+                adapter = servers.adapter_for(arm.server.engine)
+                # both arms of a pair get the same fresh prompts; each pair new ones
+                result = bench.run_benchmark(w, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
+                                             tokenizer=tokenizer, progress=ctx.progress, stop=ctx.stop,
+                                             server=adapter.server_side(), first_run=i * workload.block)
         except bench.BenchError as exc:
             raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})", str(sub)) from None
         start = len(done.runs)
