@@ -36,12 +36,12 @@ def test_quickstart_applies_checks_and_promotes(quickstart):
     assert len(doc["pairs"]) == paired.runs >= 2
     assert [b["arm"] for b in doc["pairs"][0]["blocks"]] == ["A", "B"]
     assert f"{1 + len(doc['launches'])} server launches" in out
-    assert re.search(r"batched: faster  PASS  ratio \d+\.\d+ \[\d+\.\d+, inf\) >= 1\.5, n=\d+ pairs: PASS", out), out
+    assert re.search(r"batched: faster  PASS  ratio \d+\.\d+ \[\d+\.\d+, inf\) >= 1\.2, n=\d+ pairs: PASS", out), out
     baseline = state.baseline("quickstart")
     assert baseline is not None and baseline.experiment == "batched"
     promoted = state.run(baseline.run)
     serial = next(r for r in state.runs if r.step == "benchmark.serial" and r.status == "completed")
-    assert promoted.metric("output_throughput") >= 1.5 * serial.metric("output_throughput")
+    assert promoted.metric("output_throughput") >= 1.2 * serial.metric("output_throughput")
     assert dict(promoted.effective)["continuous_batching"] is True
     assert set(state.promotions[-1].checks) == {"batching on", "faster"}
     lock = tomllib.loads((folder / "stacks" / "quickstart.lock.toml").read_text())
@@ -98,7 +98,7 @@ def test_saved_plan_applies_exactly_and_stale_plan_is_refused(quickstart):
     spec = folder / "quickstart.spec"
     original = spec.read_text()
     try:
-        spec.write_text(original.replace("runs        = 2", "runs        = 3"))
+        spec.write_text(original.replace("runs     = 2", "runs     = 3"))
         stale = specdsl("apply", "plans/old.plan.toml", cwd=folder, timeout=120)
         assert stale.returncode == 6, stale.stdout + stale.stderr
         assert "changed since the plan was made" in stale.stderr
