@@ -96,17 +96,8 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         if answer != "yes":
             print("Apply cancelled.")
             return EXIT_ERROR
-    from specdsl.apply import apply_plan
-
-    stop = threading.Event()
-    hooks = ConsoleHooks()
-    previous = _on_signals(lambda: (stop.set(), hooks.note("interrupt received: finishing the running step, stopping servers")))
-    try:
-        result = apply_plan(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=Path(args.file).parent,
-                            hooks=hooks, stop=stop, variables=dict(loaded.resolved.config.variables))
-    finally:
-        _restore_signals(previous)
-        hooks.close()
+    result = walk_with_console(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=Path(args.file).parent,
+                               variables=dict(loaded.resolved.config.variables))
     if args.json:
         from specdsl.cli.apply_json import render_apply_json
 
@@ -114,6 +105,21 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
     else:
         print_result(result, plan)
     return result.exit_code()
+
+
+def walk_with_console(plan, graph, **kw):
+    """`apply_plan` with progress on the console and Ctrl-C / SIGTERM
+    turned into the walk's stop event (servers stopped, state written)."""
+    from specdsl.apply import apply_plan
+
+    stop = threading.Event()
+    hooks = ConsoleHooks()
+    previous = _on_signals(lambda: (stop.set(), hooks.note("interrupt received: finishing the running step, stopping servers")))
+    try:
+        return apply_plan(plan, graph, hooks=hooks, stop=stop, **kw)
+    finally:
+        _restore_signals(previous)
+        hooks.close()
 
 
 def _stale(saved, loaded, state) -> str | None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import sys
-import threading
 from pathlib import Path
 
 import attrs
@@ -46,11 +45,9 @@ def aa_config(cfg: config.Config, exp: config.Experiment, pairs: int) -> tuple[c
 
 
 def cmd_calibrate(args) -> int:
-    from specdsl.apply import apply_plan
-    from specdsl.apply.results import document_of
     from specdsl.apply.judge import blocks_of
-    from specdsl.cli.apply_commands import _on_signals, _restore_signals
-    from specdsl.cli.apply_view import ConsoleHooks
+    from specdsl.apply.results import document_of
+    from specdsl.cli.apply_commands import walk_with_console
     from specdsl.graph.build import build_graph
     from specdsl.plan.diff import make_plan
     from specdsl.plan.model import Refresh
@@ -82,15 +79,8 @@ def cmd_calibrate(args) -> int:
             if not args.yes and not sys.stdin.isatty():
                 error("calibrate runs servers: confirm with --yes (stdin is not a terminal)")
                 return EXIT_ERROR
-            stop = threading.Event()
-            hooks = ConsoleHooks()
-            previous = _on_signals(lambda: (stop.set(), hooks.note("interrupt received: stopping servers")))
-            try:
-                result = apply_plan(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=Path(args.file).parent,
-                                    hooks=hooks, stop=stop, variables=dict(cfg.variables))
-            finally:
-                _restore_signals(previous)
-                hooks.close()
+            result = walk_with_console(plan, graph, state_dir=state_dir, state=state, lock=lock,
+                                       spec_dir=Path(args.file).parent, variables=dict(cfg.variables))
             if result.exit_code() != 0:
                 error(f"the A/A measurement did not complete (exit {result.exit_code()}); nothing recorded as noise")
                 return result.exit_code()
