@@ -6,7 +6,8 @@ starts in milliseconds, reports a fixed speed, and appends its life to a file.
 
 `GET /speed` answers `{"tps": TPS}`, or with `--drift` a speed that drifts
 linearly from wall time `--epoch` (the same machine drift for every server
-of a test), and with `--noise` a seeded Gaussian noise of that CV; `/health` 200; POST answers a
+of a test), and with `--noise` a seeded Gaussian noise of that CV (reproducible: seeded by
+`--seed` and the lives already in the life file, never by the port); `/health` 200; POST answers a
 completion. The life file gets `start NAME T` when it listens and
 `stop NAME T` when it is terminated (SIGTERM), so a test can check that no
 two servers were up at once.
@@ -30,7 +31,20 @@ def _opt(name, default):
 
 
 DRIFT, EPOCH, NOISE = _opt("--drift", 0.0), _opt("--epoch", 0.0), _opt("--noise", 0.0)
-RNG = __import__("random").Random(int(_opt("--seed", 0)) * 100003 + PORT)
+
+
+def _launches_before() -> int:
+    try:
+        with open(LIFE) as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0
+
+
+# Seeded by the test and by how many lives the file had when this one began
+# (not by the port, which is random): the same walk draws the same noise on
+# every machine, and each relaunch of a server draws new values.
+RNG = __import__("random").Random(int(_opt("--seed", 0)) * 100003 + _launches_before())
 
 
 def speed() -> float:
