@@ -27,7 +27,6 @@ T_DEFAULT = 5  # another setting the server chose itself
 T_DECLARED = 6  # another server flag, environment variable or declared stack field
 T_REST = 7  # other packages, other effective keys, the host, facts of the log
 
-_WHY_DEFAULT = "chosen by the server: the spec does not set it"
 _CORE_PACKAGES = ("torch.cuda", "torch.nccl", "python")
 
 
@@ -59,13 +58,15 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
         # what both declared is a server_args difference; the engine's version is the stack's
         if b == c or key in declared_both or key in ("log_patterns", "version"):
             continue
-        silent = key not in base.declared or key not in cand.declared
+        # a side's value is the server's own choice when that side has one and did not declare it
+        chosen = [a for a, v in ((base, b), (cand, c)) if v is not None and key not in a.declared]
+        if not chosen:
+            continue  # only what the specs asked for: the server_args difference says it
+        silent = True
         if key in impact:
-            tier = T_IMPACT_DEFAULT if silent else T_IMPACT_DECLARED
-            why = impact[key] + (f"; {_silent_why(base, cand, key)}" if silent else "")
+            tier, why = T_IMPACT_DEFAULT, f"{impact[key]}; {_silent_why(chosen)}"
         else:
-            tier = T_DEFAULT if silent else T_REST
-            why = _silent_why(base, cand, key) if silent else "the server reports it differently"
+            tier, why = T_DEFAULT, _silent_why(chosen)
         out.append(Difference("effective", key, b, c, silent_default=silent, why=why, tier=tier))
 
     for key in sorted(set(base.args) | set(cand.args)):
@@ -141,9 +142,8 @@ def _get(mapping: dict, key: str) -> str | None:
     return None if value is None else text(value)
 
 
-def _silent_why(base: Arm, cand: Arm, key: str) -> str:
-    sides = [a.label for a in (base, cand) if key not in a.declared]
-    return f"chosen by the server: the spec of {' and '.join(sides)} does not set it" if sides else _WHY_DEFAULT
+def _silent_why(chosen: list[Arm]) -> str:
+    return f"chosen by the server: the spec of {' and '.join(a.label for a in chosen)} does not set it"
 
 
 def _core_why(key: str) -> str:
