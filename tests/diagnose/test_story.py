@@ -9,7 +9,7 @@ import json
 from specdsl.cli.main import main
 from specdsl.facts import pattern_set
 from specdsl.servers import scan_log
-from tests.diagnose.story import DATA, ServerInfoDouble, make_story_state, read_effective
+from story import DATA, ServerInfoDouble, make_story_state, read_effective
 
 
 def test_each_release_is_read_with_its_own_patterns():
