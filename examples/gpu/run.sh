@@ -35,16 +35,17 @@ log="$out/$stage.log"
     python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
     if [ "$stage" = apply ]; then
         echo "== plan"; specdsl plan story.spec "${vars[@]}"
-        echo "== apply"; /usr/bin/time -f "apply wall %e s" python3 -m specdsl.cli.main apply story.spec --yes "${vars[@]}"
-        echo "== apply --json (exit $?)"
+        echo "== apply"; start=$(date +%s%N)
+        specdsl apply story.spec --yes "${vars[@]}"; echo "apply exit $? wall $(( ($(date +%s%N) - start) / 1000000 )) ms"
         echo "== re-apply"; specdsl plan story.spec --detailed-exitcode "${vars[@]}"; echo "plan exit $?"
-        echo "== diagnose"; specdsl diagnose story.spec upgrade "${vars[@]}"
-        specdsl diagnose story.spec upgrade --json "${vars[@]}" > "$out/diagnose.json"
+        specdsl apply story.spec --yes "${vars[@]}"; echo "re-apply exit $?"
+        echo "== diagnose"; specdsl diagnose upgrade story.spec "${vars[@]}"
+        specdsl diagnose upgrade story.spec --json "${vars[@]}" > "$out/diagnose.json"
         echo "== history"; specdsl history prod
     else
-        echo "== bisect"; specdsl bisect story.spec upgrade --yes "${vars[@]}"; echo "bisect exit $?"
-        echo "== report"; specdsl report story.spec upgrade -o "$out/report-upgrade.html" "${vars[@]}"
-        specdsl report story.spec prod -o "$out/report-prod.html" "${vars[@]}"
+        echo "== bisect"; specdsl bisect upgrade story.spec --yes "${vars[@]}"; echo "bisect exit $?"
+        echo "== report"; specdsl report upgrade story.spec -o "$out/report-upgrade.html" "${vars[@]}"
+        specdsl report prod story.spec -o "$out/report-prod.html" "${vars[@]}"
     fi
 } 2>&1 | tee "$log"
 cp .specdsl/state.toml "$out/" 2>/dev/null
