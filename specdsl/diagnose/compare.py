@@ -41,6 +41,10 @@ def compare(state, baseline_run, candidate_run, *, state_dir: Path, baseline=Non
                       label=labels[0] if labels else None)
     cand = arm_of_run(state, state_dir, candidate_run, side=arms[1], experiment=candidate,
                       label=labels[1] if labels else None)
+    if baseline_run.id == candidate_run.id:
+        import attrs
+
+        base = attrs.evolve(base, workload=cand.workload)  # both arms of a pair ran the experiment's workload
     return compare_arms(base, cand)
 
 

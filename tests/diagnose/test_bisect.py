@@ -109,12 +109,19 @@ def test_bisect_names_the_one_cause_and_a_rerun_reuses_everything(folder, capsys
     assert _apply(folder, text) == 3  # the candidate failed its check
     out = capsys.readouterr().out
     assert "server_args.beta: (unset) -> 2" in out  # the short diagnosis under the FAIL
+    # a bisect stopped by its budget (or interrupted) keeps what it measured ...
+    assert main(["bisect", "cand", "b.spec", "--yes", "--max-experiments", "1"]) == 4
+    out = capsys.readouterr().out
+    assert "Bisect of cand: 1 experiments run" in out and "not proven minimal" in out
+    assert "server_args.alpha: (unset) -> 1" in out.split("not proven minimal")[1]  # [alpha, beta] reproduced
+    # ... and the next one resumes from it: that experiment is reused, not run again
     assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
     out = capsys.readouterr().out
     assert "4 differences" in out and "one cause needs at most 3 experiments" in out
+    assert out.count("results recorded, reused") >= 2  # the candidate's own, and the budgeted run's
     assert "Reproduces the regression: the cause:\n  server_args.beta: (unset) -> 2" in out
     ran = int(out.split("Bisect of cand: ")[1].split(" experiments run")[0])
-    assert 1 <= ran <= 3
+    assert 1 <= ran <= 2  # within the bound of 3, one of them already run
     assert "Plan for b.spec" in out  # each experiment shown as a plan
     assert "evidence: cand~bisect-" in out and "FAIL" in out
     state = load_state(folder / ".specdsl")
