@@ -41,6 +41,7 @@ class Measured:
     pairs: tuple[tuple[Results, Results], ...] = ()  # (baseline block, candidate block) per complete pair
     candidate_runs: tuple[Results, ...] = ()  # one Results per run, when not paired
     baseline_note: str = ""  # for a baseline not measured alongside
+    baseline_missing: str = ""  # why there is no baseline to compare with (the ERROR's detail)
 
 
 def blocks_of(doc: dict, effective: dict) -> tuple[Results, Results, tuple[tuple[Results, Results], ...]]:
@@ -86,7 +87,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                     d = v.ratio_decision(pairs, shape.op, k, alpha=alpha)
                 return _verdict(name, d, gating=True, note=_needed(pairs, d, k))
             if measured.baseline is None:
-                return checks.Verdict(name, "error", "the baseline has no results", gating=True)
+                return checks.Verdict(name, "error", measured.baseline_missing or "the baseline has no results", gating=True)
             base = _value(shape.baseline, None, measured.baseline, env)
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
             d = v.absolute_decision(values, shape.op, base * k, alpha=alpha)

@@ -79,7 +79,7 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
             again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
             error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
             return EXIT_CONFLICT
-        graph = build_graph(loaded.resolved.config)
+        graph = build_graph(loaded.resolved.config, spec_dir=Path(args.file).parent)
         plan = saved
     else:
         graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)

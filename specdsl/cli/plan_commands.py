@@ -78,7 +78,7 @@ def read_state(args):
 
 
 def build_plan(args, loaded, state, *, no_refresh: bool):
-    graph = build_graph(loaded.resolved.config)
+    graph = build_graph(loaded.resolved.config, spec_dir=Path(args.file).parent)
     if graph.diags:
         from specdsl.cli.views import print_diags
 

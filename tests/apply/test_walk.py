@@ -72,7 +72,7 @@ def apply_spec(folder: Path, text: str, env_root: Path, **kw):
     resolved = resolve_file(spec)
     assert resolved.ok, [d.summary for d in resolved.diags]
     cfg = resolved.config
-    graph = build_graph(cfg)
+    graph = build_graph(cfg, spec_dir=folder)
     state_dir = folder / ".specdsl"
     state = load_state(state_dir)
     registry = HostRegistry(env_root=env_root)
@@ -406,3 +406,74 @@ def test_an_undecided_budget_is_inconclusive_and_says_what_a_decision_needs(tmp_
     assert "a decision would need" in verdict.detail and "pairs" in verdict.detail
     # the pairs so far are recorded
     assert state.result(state.runs_of("benchmark.cand")[-1].identity).runs == 3
+
+
+TRACK_PAIRED = '''
+experiment "seed" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.seed
+  workload = workload.w
+  assert "answers" { tps > 0 }
+  promote  = "t"
+}
+experiment "up" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.up
+  workload = workload.w
+  baseline = track.t
+  assert "faster" { tps >= baseline.tps * 1.5 }
+  promote  = "t"
+}
+'''
+
+
+def test_a_track_baseline_is_rebuilt_from_its_lock_and_measured_beside_the_candidate(tmp_path, env_root):
+    import json
+
+    from specdsl.plan.render import render_text
+
+    life = tmp_path / "life.txt"
+    text = COMMON + server("seed", 50, life) + server("up", 100, life) + workload(runs=2) + TRACK_PAIRED
+    # no lock yet: up's comparison is an ERROR naming the missing lock; seed is promoted
+    plan, first, state = apply_spec(tmp_path, text, env_root)
+    assert "no stack lock to rebuild it from" in plan.change("check.up.faster").reason
+    [faster] = [v for _, v in first.verdicts if v.name == "faster"]
+    assert faster.status == "error" and "stacks/t.lock.toml is missing" in faster.detail, faster.detail
+    assert first.exit_code() == 4 and state.baseline("t").experiment == "seed", failures(first)
+    # the lock exists: the track's promoted configuration (seed's server, as
+    # the lock records it) is rebuilt and measured beside up, ABBA, on up's host
+    before = len(lives(life))
+    plan, second, state = apply_spec(tmp_path, text, env_root)
+    reason = plan.change("benchmark.up").reason
+    assert "paired with track t rebuilt from stacks/t.lock.toml (ABBA): 2 pairs, 3 launches, 4 runs" in reason, reason
+    assert plan.change("launch.seed").action.word == "reuse"  # seed's own results are recorded: its server is not started
+    [faster] = [v for _, v in second.verdicts if v.name == "faster"]
+    assert faster.status == "pass" and faster.evidence["n"] == 2 and "paired t on log ratios" in faster.detail, faster.detail
+    assert second.launches == 3  # A | B B | A: the track's arm twice, up once
+    assert [n.split("@")[0] for n in _names(life)[before:]] == ["50", "100", "50"]
+    run = state.result(state.runs_of("benchmark.up")[-1].identity)
+    doc = json.loads((tmp_path / ".specdsl" / run.folder / "result.json").read_text())
+    assert doc["arms"] == {"A": "track.t", "B": "up"}
+    assert state.baseline("t").experiment == "up", failures(second)
+    lock = (tmp_path / "stacks" / "t.lock.toml").read_text()
+    assert "[previous]" in lock and 'experiment = "seed"' in lock
+    # up is the track now: its arm stays what its promotion replaced (the
+    # lock's [previous]), so nothing changes and nothing is written
+    plan = make_plan_again(tmp_path, text, env_root)
+    assert not plan.has_changes, render_text(plan)
+    _, third, again = apply_spec(tmp_path, text, env_root)
+    assert third.exit_code() == 0 and third.launches == 0 and again.serial == state.serial
+
+
+def make_plan_again(folder: Path, text: str, env_root: Path):
+    spec = folder / "walk.spec"
+    spec.write_text(text)
+    resolved = resolve_file(spec)
+    graph = build_graph(resolved.config, spec_dir=folder)
+    state = load_state(folder / ".specdsl")
+    registry = HostRegistry(env_root=env_root)
+    wanted = {st.identity: st.payload["host"] for st in graph.steps.values() if st.kind == "provision"}
+    fresh = refresh(state, registry, {h.name: h for h in resolved.config.hosts}, wanted)
+    return make_plan(graph, state, fresh, spec=str(spec), spec_digest="d")

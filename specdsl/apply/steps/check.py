@@ -24,6 +24,11 @@ class Check:
         if doc is not None and doc.get("pairs"):
             base, cand, pairs = judge.blocks_of(doc, effective_of(run))
             measured, adaptive = judge.Measured(cand, base, pairs), True
+        elif exp.baseline is not None and exp.baseline.kind == "track" and exp.baseline.mode == "paired":
+            # paired, but the graph found no configuration to rebuild the track from
+            mine = load_results(state, state_dir, bench_step.identity)
+            measured, adaptive = judge.Measured(mine, None, candidate_runs=per_run(run, state_dir),
+                                                baseline_missing=step.payload.get("baseline_missing", "")), False
         else:
             mine = load_results(state, state_dir, bench_step.identity)
             baseline = baseline_results(state, state_dir, exp, walk.graph)
