@@ -85,24 +85,34 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                     d = v.sequential_decision(pairs, shape.op, k, schedule, alpha=alpha)
                 else:
                     d = v.ratio_decision(pairs, shape.op, k, alpha=alpha)
-                return _verdict(name, d, gating=True, note=_needed(pairs, d, k))
+                labels = [f"pair {i}" for i in range(len(pairs))]
+                flagged = _joined(v.describe_outliers([a for a, _ in pairs], "arm A (the baseline)", labels),
+                                  v.describe_outliers([b for _, b in pairs], "arm B (the candidate)", labels))
+                return _verdict(name, d, gating=True, note=_joined(_needed(pairs, d, k), flagged))
             if measured.baseline is None:
                 return checks.Verdict(name, "error", measured.baseline_missing or "the baseline has no results", gating=True)
             base = _value(shape.baseline, None, measured.baseline, env)
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
             d = v.absolute_decision(values, shape.op, base * k, alpha=alpha)
             note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
-            return _verdict(name, d, gating=True, note=f"baseline value {base:.4g} x {k:g}; {note}")
+            return _verdict(name, d, gating=True,
+                            note=_joined(f"baseline value {base:.4g} x {k:g}; {note}", v.describe_outliers(values, "the candidate's runs")))
         threshold = _constant(shape.k, env)
         if measured.pairs:
             values = [_value(shape.candidate, b, None, env) for _a, b in measured.pairs]
+            flagged = v.describe_outliers(values, "the candidate's blocks", [f"pair {i}" for i in range(len(values))])
         else:
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
-        return _verdict(name, v.absolute_decision(values, shape.op, threshold, alpha=alpha), gating=True)
+            flagged = v.describe_outliers(values, "the candidate's runs")
+        return _verdict(name, v.absolute_decision(values, shape.op, threshold, alpha=alpha), gating=True, note=flagged)
     except checks.Missing as exc:
         return checks.Verdict(name, "error", str(exc), gating=True)
     except (TypeError, ValueError, ZeroDivisionError) as exc:
         return checks.Verdict(name, "error", f"cannot compute: {exc}", gating=True)
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def _needed(pairs, d, k: float) -> str:

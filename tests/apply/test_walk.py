@@ -477,3 +477,16 @@ def make_plan_again(folder: Path, text: str, env_root: Path):
     wanted = {st.identity: st.payload["host"] for st in graph.steps.values() if st.kind == "provision"}
     fresh = refresh(state, registry, {h.name: h for h in resolved.config.hosts}, wanted)
     return make_plan(graph, state, fresh, spec=str(spec), spec_digest="d")
+
+
+def test_a_cold_first_run_is_flagged_in_the_verdict(tmp_path, env_root):
+    # the candidate's server answers its first run at a third of its speed (a
+    # warm-up the workload's warm-up did not cover): the interval widens past
+    # the margin and the verdict says which run did it
+    life = tmp_path / "life.txt"
+    text = _pair_spec(server("b", 100, life), server("c", 130, life, "--cold", "0.33"), "1.1", runs=4)
+    _, result, _ = apply_spec(tmp_path, text.replace("  runs = 4\n", "  runs = 4\n  max_runs = 4\n"), env_root)
+    verdict = next(v for _, v in result.verdicts if v.name == "faster")
+    assert verdict.status == "inconclusive", verdict.detail
+    assert "outlier in arm B (the candidate): pair 0 (42.9, x0.33 of the median 130" in verdict.detail, verdict.detail
+    assert "arm A" not in verdict.detail  # the baseline's runs agree: none flagged
