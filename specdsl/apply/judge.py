@@ -42,6 +42,17 @@ class Measured:
     candidate_runs: tuple[Results, ...] = ()  # one Results per run, when not paired
     baseline_note: str = ""  # for a baseline not measured alongside
     baseline_missing: str = ""  # why there is no baseline to compare with (the ERROR's detail)
+    client_bound: str = ""  # a run the client may have limited (specdsl.bench.monitor): no gating verdict on it
+
+
+def client_bound_of(*docs: dict | None) -> str:
+    """The first `client-bound: ...` warning of the runs of result documents, as `run N: ...`, or ''."""
+    for doc in docs:
+        for run in (doc or {}).get("runs", ()):
+            for w in run.get("warnings", ()):
+                if str(w).startswith("client-bound:"):
+                    return f"run {run.get('index', '?')}: {w}"
+    return ""
 
 
 def blocks_of(doc: dict, effective: dict) -> tuple[Results, Results, tuple[tuple[Results, Results], ...]]:
@@ -76,6 +87,9 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
     shape = shape_of(expr)
     if shape.kind == "exact":
         return checks.check(name, expr, measured.mine, measured.baseline, env)
+    if measured.client_bound:
+        return checks.Verdict(name, "error", f"not decided: the client may have limited the numbers ({measured.client_bound})",
+                              gating=True)
     try:
         if shape.kind == "ratio":
             k = _constant(shape.k, env) if shape.k is not None else 1.0

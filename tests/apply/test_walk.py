@@ -490,3 +490,76 @@ def test_a_cold_first_run_is_flagged_in_the_verdict(tmp_path, env_root):
     assert verdict.status == "inconclusive", verdict.detail
     assert "outlier in arm B (the candidate): pair 0 (42.9, x0.33 of the median 130" in verdict.detail, verdict.detail
     assert "arm A" not in verdict.detail  # the baseline's runs agree: none flagged
+
+
+def test_a_bad_dataset_file_is_a_located_error_before_any_server_starts(tmp_path):
+    import subprocess
+
+    life = tmp_path / "life.txt"
+    text = COMMON + server("s", 10, life) + '''
+workload "w" {
+  dataset  = "prompts.jsonl"
+  requests = 2
+}
+experiment "e" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+'''
+    (tmp_path / "walk.spec").write_text(text)
+    elsewhere = tmp_path / "elsewhere"  # a relative dataset is the spec's folder's, not the current directory's
+    elsewhere.mkdir()
+    for content, why in ((None, "No such file or directory"), ("", "has no prompts"), ('{"prompt": "a"}\n{oops\n', "prompts.jsonl:2: not JSON")):
+        if content is not None:
+            (tmp_path / "prompts.jsonl").write_text(content)
+        proc = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", str(tmp_path / "walk.spec"), "--yes"],
+                              cwd=elsewhere, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        line = text[:text.index('workload "w"')].count("\n") + 1
+        assert f"walk.spec:{line}:1: error: Workload `w`: its dataset cannot be used" in proc.stderr, proc.stderr
+        assert why in proc.stderr, proc.stderr
+        assert not life.exists()  # no server was started
+    (tmp_path / "prompts.jsonl").write_text('{"prompt": "a b c"}\n')
+    plan = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "plan", str(tmp_path / "walk.spec"), "--no-refresh"],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 0, plan.stderr
+
+
+def _measured(values, **kw):
+    from specdsl.apply import judge
+    from specdsl.apply.checks import Results
+
+    runs = tuple(Results(({"output_throughput": v},), {}, {}) for v in values)
+    mine = Results(tuple({"output_throughput": v} for v in values), {}, {})
+    return judge.Measured(mine, None, candidate_runs=runs, **kw)
+
+
+def test_no_gating_verdict_on_client_bound_runs_and_a_missing_server_metric_is_named(tmp_path):
+    from specdsl.apply import judge
+
+    spec = tmp_path / "j.spec"
+    spec.write_text(COMMON + server("s", 1, tmp_path / "life.txt") + '''
+workload "w" { runs = 3 }
+experiment "e" {
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+  assert "fast"   { output_throughput >= 90 }
+  assert "accept" { spec_accept_length >= 2 }
+  assert "up"     { output_throughput > 0 or output_throughput < 0 }
+}
+''')
+    exp = resolve_file(spec).config.experiments[0]
+    clean = judge.judge_experiment(exp, _measured([100, 101, 99]), {})
+    assert clean["fast"].status == "pass"
+    # the engine exported no acceptance length: ERROR naming it, not a silent inconclusive
+    assert clean["accept"].status == "error" and "did not export `spec_accept_length`" in clean["accept"].detail
+    doc = {"runs": [{"index": 0, "warnings": []}, {"index": 1, "warnings": ["client-bound: the client's event loop was busy 97%"]}]}
+    bound = judge.judge_experiment(exp, _measured([100, 101, 99], client_bound=judge.client_bound_of(doc)), {})
+    assert bound["fast"].status == "error", bound["fast"]
+    assert bound["fast"].detail.startswith("not decided: the client may have limited the numbers (run 1: client-bound: "
+                                            "the client's event loop was busy 97%)")
+    assert bound["up"].status == "pass"  # decided exactly, not from the measured numbers' level
+    assert judge.client_bound_of({"runs": [{"index": 0, "warnings": ["no server metrics: unavailable: GET /metrics answered http 404"]}]}) == ""

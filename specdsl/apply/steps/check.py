@@ -23,17 +23,19 @@ class Check:
         doc = document_of(run, state_dir) if run is not None and "paired" in bench_step.payload else None
         if doc is not None and doc.get("pairs"):
             base, cand, pairs = judge.blocks_of(doc, effective_of(run))
-            measured, adaptive = judge.Measured(cand, base, pairs), True
+            measured, adaptive = judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc)), True
         elif exp.baseline is not None and exp.baseline.kind == "track" and exp.baseline.mode == "paired":
             # paired, but the graph found no configuration to rebuild the track from
             mine = load_results(state, state_dir, bench_step.identity)
             measured, adaptive = judge.Measured(mine, None, candidate_runs=per_run(run, state_dir),
-                                                baseline_missing=step.payload.get("baseline_missing", "")), False
+                                                baseline_missing=step.payload.get("baseline_missing", ""),
+                                                client_bound=judge.client_bound_of(document_of(run, state_dir) if run is not None and run.folder else None)), False
         else:
             mine = load_results(state, state_dir, bench_step.identity)
             baseline = baseline_results(state, state_dir, exp, walk.graph)
             measured, adaptive = judge.Measured(mine, baseline, candidate_runs=per_run(run, state_dir),
-                                                baseline_note=baseline_note(state, exp, run.id if run is not None else None)), False
+                                                baseline_note=baseline_note(state, exp, run.id if run is not None else None),
+                                                client_bound=judge.client_bound_of(document_of(run, state_dir) if run is not None and run.folder else None)), False
         assertion = step.payload["assertion"]
         verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
         with walk.mutex:
