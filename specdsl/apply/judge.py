@@ -5,8 +5,10 @@ An assertion is read by its shape:
   (`output_throughput >= baseline.output_throughput * 1.03`,
   `p99(itl) <= p99(baseline.itl) * 1.10`). Paired (both arms measured here,
   ABBA): each pair's two block values give a log ratio; a one-sided paired t
-  interval decides (specdsl.verdict). Not paired (the baseline ran on
-  another machine, or is a track's recorded result): the baseline's value is
+  interval decides (specdsl.verdict); a track baseline is paired too, its
+  promoted configuration rebuilt from the stack lock (graph/track_arm). Not
+  paired (the baseline ran on another machine, or `baseline_mode =
+  "recorded"` reads a track's recorded result): the baseline's value is
   taken as a constant and the candidate's per-run values decide, and the
   verdict says that drift between the two is not controlled (and, for a
   track, how old the baseline is).
@@ -15,7 +17,10 @@ An assertion is read by its shape:
 - anything else (`effective.*`, `var.*`, boolean logic): exact.
 Ratio and absolute assertions are *gating*: those of one experiment are
 corrected together (Holm), each decided at its Holm level; with adaptive
-pairs, at the look's level of the sequential schedule.
+pairs, at the look's level of the sequential schedule. A gating assertion
+on a result with a client-bound run is ERROR (the client, not the server,
+may have set the numbers); a run far from the others of its arm is named in
+the detail (specdsl.verdict.outliers).
 """
 
 from __future__ import annotations

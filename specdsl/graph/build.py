@@ -141,6 +141,8 @@ class _Work:
     # candidate -> its baseline's arm rebuilt from one (graph/track_arm)
     locks: dict = attrs.Factory(dict)
     arms: dict[str, config.Experiment] = attrs.Factory(dict)
+    spec_dir: Any = None  # where relative dataset files are (None: the current directory)
+    dataset_digests: dict[str, str | None] = attrs.Factory(dict)
 
 
 Transform = Callable[[_Work], None]
@@ -195,6 +197,39 @@ def _content_workload(workload: config.Workload) -> dict:
     for key in ("__kind__", "name", *_NOT_MEASURED):
         out.pop(key, None)
     return out
+
+
+def _dataset_file(dataset: str):
+    """The file a `dataset` value names (as specdsl.bench.datasets reads it), or None."""
+    from pathlib import Path
+
+    for prefix in ("jsonl:", "sharegpt:"):
+        if dataset.startswith(prefix):
+            return Path(dataset[len(prefix):])
+    return Path(dataset) if dataset.endswith((".jsonl", ".json")) else None
+
+
+def _with_dataset_digest(work: _Work, workload: config.Workload, content: dict) -> dict:
+    """`content` with the SHA-256 of the workload's dataset file, when it
+    names one that can be read: the prompts are part of what a benchmark
+    measures, so an edited file reruns it (a built-in dataset adds nothing,
+    so other identities stay as they were). Each file is hashed once."""
+    import hashlib
+    from pathlib import Path
+
+    path = _dataset_file(workload.dataset) if not workload.command else None
+    if path is None:
+        return content
+    if not path.is_absolute() and work.spec_dir is not None:
+        path = Path(work.spec_dir) / path
+    key = str(path)
+    if key not in work.dataset_digests:
+        try:
+            work.dataset_digests[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            work.dataset_digests[key] = None  # plan reports the file before anything runs
+    digest_ = work.dataset_digests[key]
+    return content if digest_ is None else {**content, "dataset_digest": digest_}
 
 
 # Identities follow the physical machine, not the host block's name:
@@ -429,7 +464,7 @@ def benchmark(work: _Work) -> None:
             continue
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
         workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
-        content = {"launch": lau.identity, "workload": workload}
+        content = _with_dataset_digest(work, exp.workload, {"launch": lau.identity, "workload": workload})
         identity = step_digest("benchmark", content, {"workload": text})
         addr = f"benchmark.{exp.name}"
         _add(work, Step(addr, "benchmark", identity, content, (lau.addr,), host=exp.host.name, experiments=(exp.name,),
@@ -445,8 +480,9 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     prov_b = work.graph.steps[_cells(work)[base.name]["provision"]]
     prov_c = work.graph.steps[_cells(work)[exp.name]["provision"]]
     workload = _content_workload(exp.workload)
-    content = {"arms": {"baseline": _launch_content(prov_b, base.server), "candidate": _launch_content(prov_c, exp.server)},
-               "workload": workload}
+    content = _with_dataset_digest(work, exp.workload, {
+        "arms": {"baseline": _launch_content(prov_b, base.server), "candidate": _launch_content(prov_c, exp.server)},
+        "workload": workload})
     identity = digest(["benchmark", content])
     addr = f"benchmark.{exp.name}"
     deps = tuple(dict.fromkeys((prov_b.addr, prov_c.addr)))
@@ -630,7 +666,7 @@ def build_graph(cfg: config.Config, *, spec_dir=None, locks: dict | None = None)
     it has no arm and its checks are errors that say so."""
     from specdsl.graph.track_arm import read_locks
 
-    work = _Work(cfg, Graph(), locks=locks if locks is not None else read_locks(cfg, spec_dir))
+    work = _Work(cfg, Graph(), locks=locks if locks is not None else read_locks(cfg, spec_dir), spec_dir=spec_dir)
     for _name_, transform in TRANSFORMS:
         transform(work)
     return work.graph
