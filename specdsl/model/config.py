@@ -178,6 +178,10 @@ class BaselineRef:
 
     kind: str  # "experiment" | "track"
     name: str
+    # A track's baseline is rebuilt from its stack lock and measured beside
+    # the candidate ("paired", the default), or its recorded numbers are
+    # read ("recorded": `baseline_mode = "recorded"`, drift not controlled).
+    mode: str = "paired"
 
 
 @attrs.frozen

@@ -212,7 +212,10 @@ def make_plan(
             reads = [d for d in step.deps]
             base = step.content.get("baseline")
             if isinstance(base, dict) and "track" in base:
-                reads.append(f"track {base['track']} baseline")
+                if "arm" in base:  # paired, but no lock to rebuild the track from
+                    reads.append(f"track {base['track']} baseline (no stack lock to rebuild it from: its comparisons are errors)")
+                else:
+                    reads.append(f"track {base['track']}'s recorded result (baseline_mode = \"recorded\": drift not controlled)")
             reason = "reads " + ", ".join(reads) + noise_note(step, state, spec)
         elif kind == "promote":
             if index is None:
@@ -293,7 +296,10 @@ def paired_cost(step) -> str:
     workload = step.payload["experiment"].workload
     pairs = first_pairs(workload)
     most = max_runs(workload)
-    text = (f"paired with {step.payload['paired'].name} (ABBA): {pairs} pair{'s' if pairs != 1 else ''}, "
+    against = step.payload["paired"].name
+    if "track_lock" in step.payload:
+        against = f"track {step.payload['experiment'].baseline.name} rebuilt from {step.payload['track_lock']}"
+    text = (f"paired with {against} (ABBA): {pairs} pair{'s' if pairs != 1 else ''}, "
             f"{launches(pairs)} launches, {2 * pairs * workload.block} runs")
     if most > first_pairs(workload):
         text += f"; up to {most - pairs} more pairs while undecided"

@@ -172,7 +172,7 @@ class _Resolver:
         if cells is None:
             return []
         matrix_keys = tuple(cells[0].keys()) if cells and cells[0] else ()
-        baseline = self.baseline(name, attrs_.get("baseline"))
+        baseline = self.baseline_mode(self.baseline(name, attrs_.get("baseline")), attrs_.get("baseline_mode"))
         promote = self.promote(attrs_.get("promote"), bool(matrix_keys))
         if promote is not None:  # a track moves only on a gating assertion
             check_promotion(name, attrs_["promote"].value.span, raw.asserts, self.diags, has_baseline="baseline" in attrs_)
@@ -309,6 +309,28 @@ class _Resolver:
             )
         )
         return None
+
+    def baseline_mode(self, ref: config.BaselineRef | None, item: ast.Attribute | None) -> config.BaselineRef | None:
+        """`baseline_mode = "paired" | "recorded"`: how a track's baseline is measured."""
+        if item is None or ref is None:
+            return ref
+        v = evaluate(item.value, self.scope, self.diags)
+        if v.value is INVALID:
+            return ref
+        if v.value not in schema.BASELINE_MODES:
+            shown = f'"{v.value}"' if isinstance(v.value, str) else type_name(v.value)
+            hint = did_you_mean(str(v.value), schema.BASELINE_MODES) if isinstance(v.value, str) else None
+            self.diags.append(Diagnostic.error(
+                f"`baseline_mode` is {shown}", v.span,
+                (hint + "; " if hint else "") + '`"paired"` (the default: rebuild the track from its stack lock and measure it '
+                'beside the candidate) or `"recorded"` (compare with its recorded numbers)'))
+            return ref
+        if ref.kind != "track":
+            self.diags.append(Diagnostic.error(
+                "`baseline_mode` applies to a track baseline", v.span,
+                "an experiment baseline on this machine is always measured beside its candidate; remove `baseline_mode`"))
+            return ref
+        return attrs.evolve(ref, mode=v.value)
 
     def promote(self, item: ast.Attribute | None, is_matrix: bool) -> str | None:
         if item is None:

@@ -210,7 +210,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }
-EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "promote", "matrix")
+EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "baseline_mode", "promote", "matrix")
+BASELINE_MODES = ("paired", "recorded")
 NESTED = {"workload": ("metric",), "experiment": ()}
 
 

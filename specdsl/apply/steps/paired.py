@@ -23,6 +23,7 @@ import attrs
 from specdsl import bench, secrets, servers
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import localize
+from specdsl.bench.datasets import local_dataset
 from specdsl.graph.pairs import BASELINE, CANDIDATE, schedule
 from specdsl.hosts import Cancelled
 from specdsl.plan.diff import first_pairs, max_runs
@@ -119,7 +120,7 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
         handle = serve(letter)
         arm = arms[letter]
         sub = folder / f"pair-{i}-{letter}"
-        w = attrs.evolve(workload, runs=workload.block)
+        w = attrs.evolve(workload, runs=workload.block, dataset=local_dataset(workload.dataset, walk.spec_dir))
         try:
             if w.command:
                 result = bench.run_command_workload(w, host=host, server_host=handle.bind, port=handle.port,
