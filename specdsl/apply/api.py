@@ -47,8 +47,10 @@ def apply_plan(
     own_registry = registry is None
     registry = registry or HostRegistry()
     graph = order_rivals(graph)  # the promote steps of one track decide knowing each other's verdicts
-    walk = Walk(plan, graph, StateWriter(Path(state_dir).resolve(), state or State.new(), lock), registry, Path(spec_dir),
-                hooks or QuietHooks(), stop or threading.Event(), dict(variables or {}))
+    stop = stop or threading.Event()
+    # a state that cannot be written stops the walk (see StateWriter)
+    writer = StateWriter(Path(state_dir).resolve(), state or State.new(), lock, on_failure=stop.set)
+    walk = Walk(plan, graph, writer, registry, Path(spec_dir), hooks or QuietHooks(), stop, dict(variables or {}))
     try:
         Scheduler(walk, HANDLERS, workers=workers).run()
     finally:
@@ -60,4 +62,7 @@ def apply_plan(
             registry.close()
     if walk.stop.is_set():
         walk.result.interrupted = True
+    if writer.failure is not None:
+        writer.flush()
+        walk.result.state_failure = writer.report()
     return walk.result
