@@ -7,6 +7,7 @@ one real short completion, so "ready" means it answers.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -104,7 +105,8 @@ def launch(
         # execs the server in place (same pid, same group) once `.go`
         # exists, and exits if apply dies first (its parent changes).
         host.remove_tree(go)
-        started = [env.python, "-c", _GATE, str(go), *argv]
+        parent = os.getpid() if host.key == "local" else 0  # elsewhere: whoever started it there
+        started = [env.python, "-c", _GATE, str(go), str(parent), str(_GATE_TIMEOUT_S), *argv]
     try:
         proc = host.start(started, log_path=log_path, env=proc_env)
     except HostError as exc:
@@ -132,12 +134,14 @@ def launch(
     return handle
 
 
+_GATE_TIMEOUT_S = 120
 _GATE = (
     "import os, sys, time\n"
-    "go, argv, parent = sys.argv[1], sys.argv[2:], os.getppid()\n"
+    "go, parent, limit, argv = sys.argv[1], int(sys.argv[2]) or os.getppid(), float(sys.argv[3]), sys.argv[4:]\n"
+    "deadline = time.monotonic() + limit\n"
     "while not os.path.exists(go):\n"
-    "    if os.getppid() != parent:\n"
-    "        sys.exit(75)\n"
+    "    if os.getppid() != parent or time.monotonic() > deadline:\n"
+    "        sys.exit(75)  # apply is gone (or never recorded it): the server never runs\n"
     "    time.sleep(0.01)\n"
     "os.execvp(argv[0], argv)\n"
 )

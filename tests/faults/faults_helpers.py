@@ -100,11 +100,32 @@ class Folder:
     def groups_alive(self) -> list[int]:
         return [g for g in self.groups() if group_pids(g)]
 
+    def leftovers(self) -> list[str]:
+        """Every live process whose command line names this folder (a
+        server, a server held at its gate, a benchmark, an apply)."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == os.getpid():
+                continue
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if str(self.path) in cmd and stat[stat.rindex(")") + 2] != "Z":
+                found.append(f"{entry}: {cmd[:160]}")
+        return found
+
     def kill_all(self) -> None:
         """What a test left (a failure): killed, so the next test starts clean."""
         for g in self.groups_alive():
             try:
                 os.killpg(g, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for line in self.leftovers():
+            try:
+                os.kill(int(line.split(":")[0]), signal.SIGKILL)
             except ProcessLookupError:
                 pass
 
