@@ -49,7 +49,11 @@ def apply_plan(
     graph = order_rivals(graph)  # the promote steps of one track decide knowing each other's verdicts
     stop = stop or threading.Event()
     # a state that cannot be written stops the walk (see StateWriter)
-    writer = StateWriter(Path(state_dir).resolve(), state or State.new(), lock, on_failure=stop.set)
+    def on_failure() -> bool:
+        stopped, _ = not stop.is_set(), stop.set()
+        return stopped
+
+    writer = StateWriter(Path(state_dir).resolve(), state or State.new(), lock, on_failure=on_failure)
     walk = Walk(plan, graph, writer, registry, Path(spec_dir), hooks or QuietHooks(), stop, dict(variables or {}))
     try:
         Scheduler(walk, HANDLERS, workers=workers).run()
@@ -61,7 +65,7 @@ def apply_plan(
         if own_registry:
             registry.close()
     if walk.stop.is_set():
-        walk.result.interrupted = True
+        walk.result.interrupted = not writer.stopped_walk  # stopped by the state, not by a signal
     if writer.failure is not None:
         writer.flush()
         walk.result.state_failure = writer.report()

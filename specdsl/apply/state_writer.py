@@ -39,6 +39,8 @@ class StateWriter:
         self.unwritten: list[str] = []  # what the state in memory holds and the file does not
         self.disk_serial = state.serial  # the serial of the file on disk, as this writer last saw it
         self.last_written = ""  # what the last write that succeeded recorded
+        self.flushed = False
+        self.stopped_walk = False  # the failure (not a signal) stopped the walk
 
     def new_run(self) -> tuple[str, Path]:
         run_id = new_run_id()
@@ -49,7 +51,7 @@ class StateWriter:
     def folder_text(self, folder: Path | None) -> str:
         return str(folder.relative_to(self.state_dir)) if folder is not None else ""
 
-    def change(self, fn, what: str = "", *, unwritten=None) -> State:
+    def change(self, fn, what: str | None = "", *, unwritten=None) -> State:
         """Apply `fn(state) -> state` and write it, atomically, under the
         mutex. When the file cannot be written the change is kept in memory
         (as `unwritten(state)` when given: what to keep instead) for the next
@@ -64,13 +66,15 @@ class StateWriter:
                 first = self.failure is None
                 self.failure = self.failure or err
                 self.state = (unwritten or fn)(before)
-                self.unwritten.append(what or "a change")
+                if what is not None:
+                    self.unwritten.append(what or "a change")
                 if first and self._on_failure is not None:
-                    self._on_failure()
+                    self.stopped_walk = self._on_failure() is not False
                 return self.state
             self.disk_serial = self.state.serial
             self.unwritten.clear()
             self.last_written = what or self.last_written
+            self.flushed = True
             return self.state
 
     @property
@@ -82,7 +86,7 @@ class StateWriter:
         now holds everything."""
         if not self.unwritten:
             return True
-        self.change(lambda s: s, "what was not recorded before")
+        self.change(lambda s: s, None)
         return not self.unwritten
 
     def report(self) -> str:

@@ -132,8 +132,18 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
     else:
         print_result(result, plan)
     if result.state_failure:
-        print(result.state_failure, file=sys.stderr)
+        print(result.state_failure + "\n" + _servers_left(), file=sys.stderr)
     return result.exit_code()
+
+
+def _servers_left() -> str:
+    from specdsl.servers import lifecycle
+
+    left = lifecycle.live()
+    if not left:
+        return "  servers: none left running (every server this apply started or reused was stopped)"
+    shown = ", ".join(f"pid {h.pid} (process group {h.pgid})" for _, h in left)
+    return f"  servers: still running: {shown}: stop them with `specdsl destroy` once the state can be written"
 
 
 def _decls(graph) -> dict:

@@ -47,6 +47,7 @@ def test_kill_at_every_step_boundary(folder):
         before = run_ids(state)
     again = folder.run("apply", "f.spec", "--yes", "--rerun")
     assert again.returncode == 0, again.out
+    assert "broke a stale lock" in again.out  # the killed apply's lock: its holder is dead
     state = folder.state()
     assert not state.servers and folder.groups_alive() == [], again.out
     assert before <= run_ids(state)
