@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=100_000, help="inputs in all (default 100,000)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--chunk", type=int, default=3000, help="inputs per task (progress is printed per task)")
+    ap.add_argument("--chunk", type=int, default=300, help="inputs per task (progress is printed per task)")
     ap.add_argument("--slow-s", type=float, default=2.0)
     ap.add_argument("--keep", default="fuzz-failures", help="folder for offending inputs")
     ap.add_argument("--json", help="write the figures to this file too")
@@ -285,15 +285,20 @@ def main(argv: list[str] | None = None) -> int:
     else:
         pool = multiprocessing.get_context("spawn").Pool(args.workers)
         results = pool.imap_unordered(worker, tasks)
+    def figures(finished: bool) -> dict:
+        return tally.as_dict() | {"seed": args.seed, "wall_s": round(time.monotonic() - started, 1),
+                                  "slow_threshold_s": args.slow_s, "count_asked": args.count, "finished": finished}
+
     for done in results:
         tally.merge(done)
-        print(f"[{time.monotonic() - started:7.0f}s] {tally.inputs} inputs, {tally.commands} commands, "
-              f"{len(tally.tracebacks)} tracebacks, {len(tally.slow)} slow", flush=True)
-    figures = tally.as_dict() | {"seed": args.seed, "wall_s": round(time.monotonic() - started, 1),
-                                 "slow_threshold_s": args.slow_s}
-    print(json.dumps(figures, indent=2, sort_keys=True))
+        print(f"[{time.monotonic() - started:7.0f}s] {tally.inputs} inputs ({tally.by_kind}), {tally.commands} commands, "
+              f"{tally.valid} valid, {tally.planned} planned, {len(tally.tracebacks)} tracebacks, {len(tally.slow)} slow, "
+              f"max {tally.max_wall:.2f}s wall / {tally.max_cpu:.2f}s cpu", flush=True)
+        if args.json:  # after every task: a run stopped early still leaves its figures
+            Path(args.json).write_text(json.dumps(figures(False), indent=2, sort_keys=True) + "\n")
+    print(json.dumps(figures(True), indent=2, sort_keys=True))
     if args.json:
-        Path(args.json).write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+        Path(args.json).write_text(json.dumps(figures(True), indent=2, sort_keys=True) + "\n")
     return 0 if not tally.tracebacks and not tally.slow else 1
 
 
