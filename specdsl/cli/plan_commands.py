@@ -44,6 +44,7 @@ def add_parsers(sub) -> None:
     ssub.required = True
     q = ssub.add_parser("list", help="one address per line")
     _add_state_location(q)
+    q.add_argument("--servers", action="store_true", help="the recorded servers, and whether each runs and answers now")
     q.set_defaults(handler=cmd_state_list)
     q = ssub.add_parser("show", help="one resource")
     q.add_argument("addr", metavar="ADDR", help="an address that `specdsl state list` prints")
@@ -246,6 +247,10 @@ def _pointing(args) -> list[str]:
 
 
 def cmd_state_list(args) -> int:
+    if getattr(args, "servers", False):
+        from specdsl.cli.destroy_commands import cmd_state_servers
+
+        return cmd_state_servers(args)
     state_dir = _located(args, "state", "list")
     if isinstance(state_dir, int):
         return state_dir
