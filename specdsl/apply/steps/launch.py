@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from specdsl import servers
+from specdsl.apply import gpus
 from specdsl.apply.context import StepContext, StepFailed, Walk
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, planned_reuse
@@ -37,6 +38,7 @@ class Launch:
         folder = ctx.new_run()
         there = host.run_folder(folder)
         server = localize(step.payload["server"], walk.spec_dir)
+        server = gpus.pin(walk, ctx.addr, host, step.payload["host"], server, ctx.stop)  # its own GPUs, checked idle
         try:
             handle = servers.launch(server, env, there, host=host, progress=ctx.progress, stop=ctx.stop)
         except servers.LaunchError as exc:
@@ -49,7 +51,8 @@ class Launch:
             identity=step.identity, addr=step.addr, host=host.key, pid=handle.pid, pgid=handle.pgid, port=handle.port,
             base_url=handle.base_url, log=handle.log_path, started=utc_now(),
         )
-        run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", argv=handle.argv)
+        run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", argv=handle.argv,
+                                    effective=gpus.visible(walk, ctx.addr, step.payload["host"]))
         ctx.writer.step_done(step, run, lambda s: s.with_server(record))
         return completed(ctx, f"ready at {handle.base_url}", handle.log_path)
 
