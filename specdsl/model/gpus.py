@@ -97,3 +97,13 @@ def need_text(need: int | None, host: config.Host) -> str:
     if need == 0:
         return "no GPU"
     return f"{need} of {total} GPU{'s' if total != 1 else ''}"
+
+
+def plan_note(host: config.Host, servers) -> str:
+    """What plan says of a server's GPUs on a host that declares them
+    (`2 of 8 GPUs`; a paired benchmark's arms share theirs), else ""."""
+    if not host_devices(host):
+        return ""
+    needs = [server_need(s) for s in servers]
+    need = WHOLE if any(n is WHOLE for n in needs) else max(needs)
+    return need_text(need, host)
