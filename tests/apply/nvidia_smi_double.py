@@ -11,6 +11,7 @@ NVIDIA_SMI_DOUBLE:
      "memory": {"1": 900},           # GPU 1: memory in use, no process listed
      "throttle": {"3": "0x40"},      # GPU 3: an active throttle reason
      "old_field": false,             # refuse clocks_throttle_reasons.* (a newer driver)
+     "broken": true,                 # fail every query as a driver mismatch does
      "servers": "PATH"}              # walk_double's --gpus-file: its live servers are
                                      # compute processes (4000 MiB) on their CUDA_VISIBLE_DEVICES
 
@@ -27,6 +28,9 @@ with open(config_path) as f:
 with open(config_path + ".calls", "a") as f:
     f.write(" ".join(sys.argv[1:]) + "\n")
 
+if cfg.get("broken"):
+    print("Failed to initialize NVML: Driver/library version mismatch")
+    sys.exit(18)
 n = int(cfg.get("gpus", 0))
 uuids = [f"GPU-0000000{i}-double" for i in range(n)]
 

@@ -184,3 +184,24 @@ def test_busy_or_throttled_gpus_stop_the_benchmark_unless_allowed(tmp_path, env_
     assert outcome(result, "benchmark.e").root == "preflight.g"
     (run,) = [r for r in state.runs if r.step == "preflight.g"]
     assert run.status == "failed" and (tmp_path / ".specdsl" / run.folder / "host.json").exists()
+
+
+def test_a_host_asking_no_gpus_goes_on_when_nvidia_smi_fails(tmp_path, env_root, gpus_file):
+    track = gpus_file(broken=True)
+    life = tmp_path / "life.txt"
+    text = COMMON + 'host "g" {}\n' + workload(runs=1) + gpu_server("s", 3, life, track, 1).replace("  gpus = 1\n", "") \
+        + experiment("e", "s")
+    _, result, _ = apply_spec(tmp_path, text, env_root)
+    assert result.exit_code() == 0, failures(result)
+    assert any("no GPU facts recorded" in w and "version mismatch" in w for w in result.warnings), result.warnings
+    placed = placements(track)
+    assert [g for _, g, _, _ in placed] == [()]  # a host without declared GPUs: CUDA_VISIBLE_DEVICES left alone
+
+
+def test_a_host_declaring_gpus_without_nvidia_smi_fails_clearly():
+    from specdsl.apply.steps.preflight import check_host
+    from specdsl.model import config
+
+    problem, _ = check_host(None, config.Host(name="gpu8", gpus=8), None)
+    assert problem == "host gpu8 declares gpus = 8 but nvidia-smi is not installed there"
+    assert check_host(None, config.Host(name="cpu"), None) == (None, set())
