@@ -54,6 +54,17 @@ def claim(walk: Walk, host, servers) -> Claim:
     return Claim(devices, max(needs), exclusive=False)
 
 
+def side_by_side(walk: Walk) -> int:
+    """The most servers this walk could run at once beyond one per machine:
+    the declared GPUs of its machines (each machine counted once), less one each."""
+    per_machine: dict[str, int] = {}
+    for step in walk.graph.steps.values():
+        if step.kind == "preflight":
+            decl = step.payload["host"]
+            per_machine[host_key(decl)] = max(per_machine.get(host_key(decl), 0), len(host_devices(decl)))
+    return sum(max(0, n - 1) for n in per_machine.values())
+
+
 def claim_of(walk: Walk, step) -> Claim:
     """The claim of a session-opening step, from its payload: a launch's
     server, or both arms of a paired benchmark. A server already up (kept

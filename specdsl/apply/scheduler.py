@@ -47,7 +47,9 @@ class Scheduler:
     def __init__(self, walk: Walk, handlers: dict[str, Any], *, workers: int = 4) -> None:
         self.walk = walk
         self.handlers = handlers
-        self.workers = workers
+        # a thread per server that can run side by side (one per GPU of each
+        # machine at most), beside the `workers` for everything else
+        self.workers = workers + gpus.side_by_side(walk)
         graph = walk.graph
         self.steps = graph.steps
         order = graph.order()
