@@ -48,10 +48,13 @@ def claim(walk: Walk, host, servers) -> Claim:
     held = walk.gpus_held.get(host_key(host), frozenset())
     devices = tuple(d for d in host_devices(host) if d not in held)
     needs = [server_need(s) for s in servers]
-    if not devices or any(n is WHOLE or n == 0 or n > len(devices) for n in needs):
+    if not devices:
+        return Claim((), 0, exclusive=True)
+    if any(n is WHOLE or n > len(devices) for n in needs):
         # (validate refuses a need over the host's count; kept servers may hold the rest)
         return Claim(devices, len(devices), exclusive=True)
-    return Claim(devices, max(needs), exclusive=False)
+    most = max(needs)
+    return Claim(devices, most, exclusive=most == 0)  # a server using no GPU runs alone, with none visible
 
 
 def side_by_side(walk: Walk) -> int:

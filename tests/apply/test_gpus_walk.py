@@ -152,13 +152,17 @@ def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus
     assert result.exit_code() == 0, failures(result)
     assert "both arms on 1 of 2 GPUs" in plan.change("benchmark.cand").reason
     spans = placements(track)
-    assert_never_shared(spans)
-    arms = {g for name, g, _, _ in spans if name.split("@")[0] in ("100", "130")}
-    assert len(arms) == 1  # every arm's server on the pair's one GPU
-    (other,) = [g for name, g, _, _ in spans if name.startswith("7@")]
-    assert other not in arms
+    assert_never_shared(spans)  # base's own server, the pair's arms and the other cell's
     (run,) = [r for r in state.runs if r.step == "benchmark.cand"]
-    assert dict(run.effective)["CUDA_VISIBLE_DEVICES"] == ",".join(map(str, next(iter(arms))))
+    pair_gpu = dict(run.effective)["CUDA_VISIBLE_DEVICES"]
+    assert pair_gpu in ("0", "1")
+    doc = json.loads((tmp_path / ".specdsl" / run.folder / "result.json").read_text())
+    assert [x["arm"] for x in doc["launches"]] == ["A", "B", "A"]  # A | B B | A
+    assert {x["CUDA_VISIBLE_DEVICES"] for x in doc["launches"]} == {pair_gpu}  # every arm on the pair's GPU
+    # the arms' servers (named by the port in their argv) ran on it
+    ports = {x["argv"][2] for x in doc["launches"]}
+    arm_lives = [g for name, g, _, _ in spans if name.split("@")[1] in ports]
+    assert arm_lives == [(int(pair_gpu),)] * 3
 
 
 @pytest.mark.parametrize("smi, allow, expected", [
@@ -205,3 +209,24 @@ def test_a_host_declaring_gpus_without_nvidia_smi_fails_clearly():
     problem, _ = check_host(None, config.Host(name="gpu8", gpus=8), None)
     assert problem == "host gpu8 declares gpus = 8 but nvidia-smi is not installed there"
     assert check_host(None, config.Host(name="cpu"), None) == (None, set())
+
+
+def test_servers_needing_no_gpu_or_the_whole_machine_run_alone(tmp_path, env_root, gpus_file):
+    track = gpus_file(gpus=2)
+    life = tmp_path / "life.txt"
+    whole = gpu_server("all", 4, life, track, 1).replace("  gpus = 1\n", "")  # a command: the whole machine
+    text = (COMMON + 'host "g" { gpus = 2 }\n' + workload(sleep=0.5, runs=1)
+            + gpu_server("none", 3, life, track, 0) + whole + gpu_server("one", 5, life, track, 1)
+            + gpu_server("uno", 6, life, track, 1)
+            + experiment("a", "none") + experiment("b", "all") + experiment("c", "one") + experiment("d", "uno"))
+    plan, result, _ = apply_spec(tmp_path, text, env_root)
+    assert result.exit_code() == 0, failures(result)
+    assert "all 2 GPUs" in plan.change("launch.all").reason and "no GPU" in plan.change("launch.none").reason
+    spans = placements(track)
+    devices = {name.split("@")[0]: g for name, g, _, _ in spans}
+    assert devices["3"] == () and devices["4"] == (0, 1)  # none visible; all of them
+    for alone in ("3", "4"):
+        (me,) = [s for s in spans if s[0].startswith(alone + "@")]
+        others = [s for s in spans if s is not me]
+        assert all(me[3] <= o[2] or o[3] <= me[2] for o in others), spans
+    assert_never_shared(spans)
