@@ -7,7 +7,7 @@ It knows constraints, not step kinds:
 - a step that opens a *session* (a launch: a server and the steps that use
   it) holds resources of its session key (the physical host) until every
   member of the session has finished: on a host that declares GPUs, the
-  GPUs its server needs (`gpu_claim`, specdsl.apply.gpus), disjoint from
+  GPUs its server needs (`specdsl.apply.gpus.claim_of`), disjoint from
   every other open session's, so servers that fit run side by side and the
   rest queue; on a host without declared GPUs (or for a server that needs
   them all, or none) the whole machine, one server at a time. Independent
