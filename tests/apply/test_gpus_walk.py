@@ -98,8 +98,8 @@ def test_servers_side_by_side_on_disjoint_gpus_and_the_rest_queue(tmp_path, env_
     track = gpus_file(gpus=4)
     life = tmp_path / "life.txt"
     # GPUs 1, 2, 3 of four: one server needs two, three need one; each
-    # benchmark keeps its server up 2 s, so the ones that fit overlap
-    text = (COMMON + 'host "g" { gpus = [1, 2, 3] }\n' + workload(sleep=2.0, runs=1)
+    # benchmark keeps its server up 1 s, so the ones that fit overlap
+    text = (COMMON + 'host "g" { gpus = [1, 2, 3] }\n' + workload(sleep=1.0, runs=1)
             + gpu_server("two", 20, life, track, 2) + gpu_server("one", 10, life, track, 1)
             + gpu_server("uno", 11, life, track, 1) + gpu_server("ein", 12, life, track, 1)
             + experiment("e2", "two") + experiment("e1", "one") + experiment("e3", "uno") + experiment("e4", "ein"))
@@ -143,11 +143,11 @@ def test_a_failed_server_frees_its_gpu(tmp_path, env_root, gpus_file):
 def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus_file):
     track = gpus_file(gpus=2)
     life = tmp_path / "life.txt"
-    text = (COMMON + 'host "g" { gpus = 2 }\n' + workload(sleep=0.3, runs=2)
+    text = (COMMON + 'host "g" { gpus = 2 }\n' + workload(sleep=0.3, runs=1)
             + gpu_server("b", 100, life, track, 1) + gpu_server("c", 130, life, track, 1)
             + gpu_server("other", 7, life, track, 1)
             + experiment("base", "b") + experiment("alone", "other")
-            + experiment("cand", "c", extra='  baseline = experiment.base\n  assert "faster" { tps >= baseline.tps * 1.1 }\n'))
+            + experiment("cand", "c", extra="  baseline = experiment.base\n"))
     plan, result, state = apply_spec(tmp_path, text, env_root)
     assert result.exit_code() == 0, failures(result)
     assert "both arms on 1 of 2 GPUs" in plan.change("benchmark.cand").reason
@@ -157,7 +157,7 @@ def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus
     pair_gpu = dict(run.effective)["CUDA_VISIBLE_DEVICES"]
     assert pair_gpu in ("0", "1")
     doc = json.loads((tmp_path / ".specdsl" / run.folder / "result.json").read_text())
-    assert [x["arm"] for x in doc["launches"]] == ["A", "B", "A"]  # A | B B | A
+    assert [x["arm"] for x in doc["launches"]] == ["A", "B", "A"]  # two pairs at least: A | B B | A
     assert {x["CUDA_VISIBLE_DEVICES"] for x in doc["launches"]} == {pair_gpu}  # every arm on the pair's GPU
     # the arms' servers (named by the port in their argv) ran on it
     ports = {x["argv"][2] for x in doc["launches"]}
