@@ -178,6 +178,8 @@ def server_content(server: config.Server) -> dict:
     out = {"engine": server.engine, "model": server.model, "args": {k: _jsonable(v) for k, v in server.args}, "env": dict(server.env)}
     if server.port is not None:
         out["port"] = server.port
+    if server.gpus is not None:  # how many GPUs it is given (left out when unset: identities stay)
+        out["gpus"] = server.gpus
     if server.command:
         out["command"] = list(server.command)
         out["ready_url"] = server.ready_url
@@ -237,7 +239,12 @@ def _with_dataset_digest(work: _Work, workload: config.Workload, content: dict) 
 # machine share its environments and servers.
 def _content_host(host: config.Host) -> dict:
     """The preflight's content: the machine and what it must offer (gpus)."""
-    return {"ssh": host.ssh, "gpus": host.gpus, "workdir": host.workdir}
+    out = {"ssh": host.ssh, "gpus": host.gpus, "workdir": host.workdir}
+    if host.gpu_ids:
+        out["gpu_ids"] = list(host.gpu_ids)
+    if host.allow_busy_gpus:
+        out["allow_busy_gpus"] = True
+    return out
 
 
 def _content_machine(host: config.Host) -> dict:

@@ -30,6 +30,7 @@ from typing import Any
 
 from specdsl import secrets
 from specdsl.graph.build import Graph
+from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
 from specdsl.state.promotions import PASS, Index, verdict_status
@@ -174,6 +175,8 @@ def make_plan(
                 action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
             if action is Action.RUN and "paired" in step.payload:
                 reason += "; " + paired_cost(step)
+                gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
+                reason += f"; both arms on {gpus}" if gpus else ""
         elif kind == "launch":
             needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
             alive = step.identity in refresh.servers
@@ -192,6 +195,8 @@ def make_plan(
                         reason = "recorded server is not running: will launch"
                     else:
                         reason = "new server"
+                gpus = plan_note(step.payload["host"], [step.payload["server"]])
+                reason += f"; {gpus}" if gpus else ""
         elif kind == "provision":
             needed = any(actions.get(d) in (Action.CREATE, Action.REPLACE) for d in dependants[addr] if graph.steps[d].kind == "launch") \
                 or any(d in bench_runs for d in dependants[addr] if "paired" in graph.steps[d].payload)

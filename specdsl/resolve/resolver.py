@@ -23,6 +23,7 @@ from specdsl.resolve.loader import Sources, load_tree, load_var_file
 from specdsl.resolve.values import INVALID, BlockRef, OverrideValue, Scope, V, evaluate, type_name
 from specdsl.validate import schema
 from specdsl.validate.asserts import check_assert
+from specdsl.validate.gpus import check_gpus
 from specdsl.validate.promotion import check_promotion
 
 LOCAL_HOST = config.Host(name="local")
@@ -369,6 +370,7 @@ class _Resolver:
         return v.value
 
     def cross_checks(self, experiments: list[config.Experiment]) -> None:
+        check_gpus(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
         by_group: dict[str, list[config.Experiment]] = {}
         for exp in experiments:
             by_group.setdefault(exp.group, []).append(exp)

@@ -3,7 +3,7 @@ starts in milliseconds, reports a fixed speed, and appends its life to a file.
 
     python walk_double.py PORT --speed TPS --life FILE [--fail-start]
                           [--drift FRACTION_PER_S --epoch T] [--noise CV --seed N]
-                          [--cold FACTOR]
+                          [--cold FACTOR] [--gpus-file FILE]
 
 `GET /speed` answers `{"tps": TPS}`, or with `--drift` a speed that drifts
 linearly from wall time `--epoch` (the same machine drift for every server
@@ -13,7 +13,9 @@ first answer of the first life of this speed in the life file is FACTOR times th
 (a warm-up the benchmark's warm-up did not cover); `/health` 200; POST answers a
 completion. The life file gets `start NAME T` when it listens and
 `stop NAME T` when it is terminated (SIGTERM), so a test can check that no
-two servers were up at once.
+two servers were up at once. With `--gpus-file` it also appends
+`start NAME T CUDA_VISIBLE_DEVICES PID` and `stop NAME T` there (the
+nvidia-smi double reads it to report the server's process on its GPUs).
 """
 
 import json
@@ -70,9 +72,17 @@ def speed() -> float:
     return value * (1 + NOISE * RNG.gauss(0, 1)) if NOISE else value
 
 
+GPUS_FILE = sys.argv[sys.argv.index("--gpus-file") + 1] if "--gpus-file" in sys.argv else None
+
+
 def note(what: str) -> None:
+    now = time.time()
     with open(LIFE, "a") as f:
-        f.write(f"{what} {NAME} {time.time():.6f}\n")
+        f.write(f"{what} {NAME} {now:.6f}\n")
+    if GPUS_FILE:
+        extra = f" {os.environ.get('CUDA_VISIBLE_DEVICES', '-') or '-'} {os.getpid()}" if what == "start" else ""
+        with open(GPUS_FILE, "a") as f:
+            f.write(f"{what} {NAME} {now:.6f}{extra}\n")
 
 
 if "--fail-start" in sys.argv:
