@@ -75,11 +75,12 @@ class SshHost:
     first operation."""
 
     def __init__(self, target: str, *, name: str | None = None, workdir: str | None = None,
-                 config: str | None = None, port: int | None = None) -> None:
+                 config: str | None = None, port: int | None = None, connect_timeout: float | None = None) -> None:
         self.target = target
         self.name = name or target
         self.key = f"ssh:{target}"
-        self.conn = SshConnection(target, name=self.name, config=config, port=port)
+        extra = {"connect_timeout": connect_timeout} if connect_timeout else {}
+        self.conn = SshConnection(target, name=self.name, config=config, port=port, **extra)
         self._workdir_decl = workdir or DEFAULT_WORKDIR
         self._workdir: PurePosixPath | None = None
         self._python: str | None = None

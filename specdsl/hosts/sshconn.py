@@ -21,6 +21,7 @@ of ours; inside the script every value is one `shlex.quote`d word.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import os
 import shutil
@@ -85,6 +86,8 @@ class SshConnection:
         self._master: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self.on_connect: list = []  # called after each new master (re-adds forwards)
+        # A master is a process of its own session: never leave one behind us.
+        atexit.register(self.close)
 
     def where(self) -> str:
         return f"host {self.name} ({self.target})"
