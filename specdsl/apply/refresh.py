@@ -26,6 +26,7 @@ from specdsl import provision
 from specdsl.hosts import HostError, HostRegistry, ProcessHandle
 from specdsl.hosts import host_key as host_key_of
 from specdsl.hosts.http import session
+from specdsl.model.config import Host as HostDecl
 from specdsl.plan.model import Refresh
 
 _LOCAL = None  # the declaration of this machine (a host block without ssh)
@@ -49,6 +50,13 @@ def _decl_of(recorded_host: str, names: dict[str, Any]):
         return _LOCAL
     if recorded_host in names:
         return names[recorded_host]
+    if recorded_host.startswith("ssh:"):
+        # a physical key: the spec's block for that target, else the target alone
+        target = recorded_host[len("ssh:"):]
+        for decl in names.values():
+            if getattr(decl, "ssh", None) == target:
+                return decl
+        return HostDecl(name=target, ssh=target)
     return "unknown"
 
 
