@@ -35,6 +35,21 @@ def available() -> str | None:
     return None
 
 
+def processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention `text` (no procps needed)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmd:
+            found.append(f"{pid}: {cmd[:300]}")
+    return found
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from specdsl.hosts.registry import SSH_CONFIG_ENV
+from sshd import processes_mentioning
 from specdsl.state import load_state
 
 HERE = Path(__file__).resolve().parent
@@ -107,10 +108,8 @@ experiment "cmd" {{
     logs = list((workdir / "runs").glob("*/server.log"))
     assert logs and "$ " in logs[0].read_text(encoding="utf-8")
     # nothing of the servers is left on the host, and no master connection is left here
-    leftover = subprocess.run(["pgrep", "-f", str(record)], capture_output=True, text=True).stdout.split()
-    assert leftover == []
-    masters = subprocess.run(["pgrep", "-f", "specdsl-ssh-"], capture_output=True, text=True).stdout.split()
-    assert masters == []
+    assert processes_mentioning(str(record)) == []
+    assert [p for p in processes_mentioning("specdsl-ssh-") if " -M " in p] == []
     # a plan now: everything there, by identity
     plan = specdsl("plan", "e.spec", "--detailed-exitcode", cwd=tmp_path, env=env)
     assert plan.returncode == 0, plan.stdout + plan.stderr

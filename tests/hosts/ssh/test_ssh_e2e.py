@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from specdsl.state import load_state
+from sshd import processes_mentioning
 from test_ssh_apply import REPO, apply_env, lit, specdsl
 
 pytestmark = pytest.mark.e2e
@@ -97,8 +98,7 @@ def _masters_of(pid: int) -> list[int]:
 
 
 def _left_on_host() -> list[str]:
-    out = subprocess.run(["pgrep", "-af", str(TINY)], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "serve" in line]
+    return [line for line in processes_mentioning(str(TINY)) if " serve " in line]
 
 
 def test_real_server_over_ssh_then_a_dropped_connection(sshd, tmp_path):
