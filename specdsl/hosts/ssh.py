@@ -48,6 +48,8 @@ _POLL_S = 0.1
 DEFAULT_WORKDIR = "~/.cache/specdsl"
 # A failed command on a file system with less than this free is reported as a full disk.
 _FULL_KIB = 1024
+# Files up to this size are read through the worker (its answer is one line).
+_SMALL_BYTES = 1024 * 1024
 
 
 def q(*words: object) -> str:
@@ -121,10 +123,12 @@ class SshHost:
     def _sh(self, script: str, *, step: str, data: bytes | None = None, ok: Sequence[int] = (0,),
             timeout: float | None = None) -> bytes:
         kw = {"timeout": timeout} if timeout else {}
+        if data is None:
+            return self.conn.quick(script, step=step, ok=ok, **kw).stdout
         return self.conn.call(script, step=step, data=data, ok=ok, **kw).stdout
 
     def _status(self, script: str, *, step: str) -> int:
-        return self.conn.call(script, step=step, ok=range(0, 255)).returncode
+        return self.conn.quick(script, step=step, ok=range(0, 255)).returncode
 
     # -- commands -------------------------------------------------------------
     def _launch_script(self, argv: Sequence[str], *, log_path: Path, pidfile: PurePosixPath,
@@ -144,9 +148,9 @@ class SshHost:
             f"log={q(log_path)}; pidf={q(pidfile)}",
             'mkdir -p "$(dirname "$log")" "$(dirname "$pidf")" || exit 1',
             f"rm -f \"$pidf\" {q(rc_file)}",
-            f"command -v {q(argv[0])} >/dev/null 2>&1 || {{ echo specdsl-missing; exit 0; }}",
             f"printf '%s\\n' {q(header)} >> \"$log\"" if framed else ":",
             f"cd {q(cwd)} || {{ echo specdsl-nocwd; exit 0; }}" if cwd else ":",
+            f"command -v {q(argv[0])} >/dev/null 2>&1 || {{ echo specdsl-missing; exit 0; }}",
             f"setsid sh -c {q(inner)} \"$pidf\" {command} </dev/null >>\"$log\" 2>&1 &",
             "echo \"specdsl-pid $!\"",
         ])
@@ -235,7 +239,10 @@ class SshHost:
             raise HostError(f"{self.conn.where()}: could not start {argv[0]!r}: no such program on the host")
         if "specdsl-nocwd" in out:
             raise HostError(f"{self.conn.where()}: starting {argv[0]}: no folder {cwd} on the host")
-        pid = int([line for line in out if line.strip().isdigit()][-1])
+        pids = [line.strip() for line in out if line.strip().isdigit()]
+        if not pids:
+            raise HostError(f"{self.conn.where()}: starting {argv[0]}: it wrote no pid file within 5s ({pidfile})")
+        pid = int(pids[-1])
         return ProcessHandle(pid, pid, argv, str(log_path), str(cwd) if cwd else None)
 
     def alive(self, handle: ProcessHandle) -> bool:
@@ -342,11 +349,19 @@ class SshHost:
 
     def read_text(self, path: Path, max_bytes: int | None = None) -> str:
         """See `Host.read_text`."""
+        return self._read(path, max_bytes, step=f"reading {path}").decode("utf-8", errors="replace")
+
+    def _read(self, path: Path, max_bytes: int | None, *, step: str) -> bytes:
         reader = f"tail -c {int(max_bytes)} {q(path)}" if max_bytes is not None else f"cat {q(path)}"
-        done = self.conn.call(f"[ -f {q(path)} ] || exit 3; {reader}", step=f"reading {path}", ok=(0, 3))
+        script = f"[ -f {q(path)} ] || exit 3; {reader}"
+        # a small file through the worker, a large one through a client of its own
+        small = f"[ -f {q(path)} ] || exit 3; [ $(wc -c < {q(path)}) -le {_SMALL_BYTES} ] || exit 4; {reader}"
+        done = self.conn.quick(small, step=step, ok=(0, 3, 4))
+        if done.returncode == 4:
+            done = self.conn.call(script, step=step, ok=(0, 3))
         if done.returncode == 3:
             raise FileNotFoundError(f"{self.conn.where()}: no file {path}")
-        return done.stdout.decode("utf-8", errors="replace")
+        return done.stdout
 
     def write_text(self, path: Path, text: str, *, mode: int = 0o600) -> None:
         """See `Host.write_text` (a temporary file beside it, renamed)."""
@@ -399,7 +414,10 @@ class SshHost:
 
     def fetch(self, path: Path, dest: Path) -> Path:
         """See `Host.fetch`."""
-        data = self.conn.call(f"cat {q(path)}", step=f"fetching {path}").stdout
+        try:
+            data = self._read(path, None, step=f"fetching {path}")
+        except FileNotFoundError as exc:
+            raise HostError(str(exc)) from None
         dest = Path(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -426,7 +444,7 @@ class SshHost:
     # -- programs -------------------------------------------------------------
     def getenv(self, name: str) -> str | None:
         """See `Host.getenv` (the environment of a non-interactive ssh session)."""
-        done = self.conn.call(f"printenv {q(name)}", step=f"reading ${name}", ok=(0, 1))
+        done = self.conn.quick(f"printenv {q(name)}", step=f"reading ${name}", ok=(0, 1))
         return done.stdout.decode("utf-8", errors="replace").rstrip("\n") if done.returncode == 0 else None
 
     def which(self, program: str) -> str | None:
@@ -436,7 +454,7 @@ class SshHost:
         if "/" in program:
             found = self._status(f"[ -f {q(program)} ] && [ -x {q(program)} ]", step=f"looking for {program}") == 0
             return program if found else None
-        out = self.conn.call(f"command -v {q(program)}", step=f"looking for {program}", ok=(0, 1, 127)).stdout
+        out = self.conn.quick(f"command -v {q(program)}", step=f"looking for {program}", ok=(0, 1, 127)).stdout
         found = out.decode().strip()
         if found.startswith("/"):
             return found

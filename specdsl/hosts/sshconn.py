@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import base64
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -43,6 +44,21 @@ LOST = 255  # ssh's own exit status: the connection failed or dropped
 
 # Only a constant reaches the login shell: the script arrives as base64.
 _DECODE = "eval \"$(printf %s \"$0\" | base64 -d)\""
+
+# The worker: one long-lived shell on the host that runs short scripts sent
+# one a line (base64), each in a fresh `sh`, and answers one line:
+# `specdsl-done RC xSTDOUT xSTDERR` (base64, each after an `x`). It spares
+# every short operation the host's login shell (a .bashrc that runs
+# `pyenv init` costs half a second a call).
+_WORKER = """
+while IFS= read -r req; do
+  d=$(mktemp -d) || exit 1
+  ( printf %s "$req" | base64 -d > "$d/s" && sh "$d/s" ) </dev/null >"$d/o" 2>"$d/e"
+  rc=$?
+  printf 'specdsl-done %s x%s x%s\\n' "$rc" "$(base64 < "$d/o" | tr -d '\\n')" "$(base64 < "$d/e" | tr -d '\\n')"
+  rm -rf "$d"
+done
+"""
 
 
 def encode_script(script: str) -> list[str]:
@@ -85,6 +101,8 @@ class SshConnection:
         self.socket = os.path.join(self._dir, "master")
         self._master: subprocess.Popen | None = None
         self._lock = threading.Lock()
+        self._worker: subprocess.Popen | None = None
+        self._worker_lock = threading.Lock()
         self.on_connect: list = []  # called after each new master (re-adds forwards)
         # A master is a process of its own session: never leave one behind us.
         atexit.register(self.close)
@@ -171,7 +189,10 @@ class SshConnection:
             pass
 
     def close(self) -> None:
-        """End the master (`-O exit`, then by its group) and remove the socket folder."""
+        """End the worker and the master (`-O exit`, then by its group) and
+        remove the socket folder."""
+        with self._worker_lock:
+            self._end_worker()
         with self._lock:
             if self.master_alive():
                 try:
@@ -207,6 +228,52 @@ class SshConnection:
         if proc.returncode not in ok:
             raise self.failure(step, done)
         return done
+
+    def quick(self, script: str, *, step: str, ok: Sequence[int] = (0,), timeout: float = OP_TIMEOUT_S,
+              retry: bool = True) -> subprocess.CompletedProcess:
+        """`call` for a short script whose output is small, through the
+        worker. A worker found dead (the master went) is started again once."""
+        with self._worker_lock:
+            worker = self._worker
+            if worker is None or worker.poll() is not None or not self.master_alive():
+                self._end_worker()
+                worker = self._worker = self.popen(_WORKER, step=step, stdin=subprocess.PIPE)
+            line = b""
+            try:
+                worker.stdin.write(base64.b64encode(script.encode("utf-8")) + b"\n")
+                worker.stdin.flush()
+                ready, _, _ = select.select([worker.stdout], [], [], timeout)
+                if not ready:
+                    self._end_worker()
+                    raise HostError(f"{self.where()}: {step}: no answer within {timeout:.0f}s (the host or the link hangs)")
+                line = worker.stdout.readline()
+            except (BrokenPipeError, OSError, ValueError):
+                line = b""
+            fields = line.split()
+            if len(fields) != 4 or fields[0] != b"specdsl-done":
+                err = b""
+                if worker.poll() is not None and worker.stderr is not None:
+                    err = worker.stderr.read() or b""
+                self._end_worker()
+                if retry:
+                    return self.quick(script, step=step, ok=ok, timeout=timeout, retry=False)
+                raise self.failure(step, subprocess.CompletedProcess(worker.args, LOST, b"", err))
+        done = subprocess.CompletedProcess(worker.args, int(fields[1]), base64.b64decode(fields[2][1:]),
+                                           base64.b64decode(fields[3][1:]))
+        if done.returncode not in ok:
+            raise self.failure(step, done)
+        return done
+
+    def _end_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        try:
+            worker.stdin.close()
+            worker.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        kill_group(worker)
 
     def failure(self, step: str, done: subprocess.CompletedProcess) -> HostError:
         err = done.stderr.decode("utf-8", errors="replace") if isinstance(done.stderr, bytes) else (done.stderr or "")
