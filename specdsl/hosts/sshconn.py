@@ -51,6 +51,7 @@ _DECODE = "eval \"$(printf %s \"$0\" | base64 -d)\""
 # every short operation the host's login shell (a .bashrc that runs
 # `pyenv init` costs half a second a call).
 _WORKER = """
+read -r s < /proc/$$/stat; r=${s##*) }; set -- $r; echo "specdsl-worker $3"
 while IFS= read -r req; do
   d=$(mktemp -d) || exit 1
   ( printf %s "$req" | base64 -d > "$d/s" && sh "$d/s" ) </dev/null >"$d/o" 2>"$d/e"
@@ -102,6 +103,7 @@ class SshConnection:
         self._master: subprocess.Popen | None = None
         self._lock = threading.Lock()
         self._worker: subprocess.Popen | None = None
+        self._worker_pgid: int | None = None
         self._worker_lock = threading.Lock()
         self.on_connect: list = []  # called after each new master (re-adds forwards)
         # A master is a process of its own session: never leave one behind us.
@@ -238,13 +240,16 @@ class SshConnection:
             if worker is None or worker.poll() is not None or not self.master_alive():
                 self._end_worker()
                 worker = self._worker = self.popen(_WORKER, step=step, stdin=subprocess.PIPE)
+                # its session's process group on the host: what a hung operation is stopped by
+                first = worker.stdout.readline().split() if select.select([worker.stdout], [], [], timeout)[0] else []
+                self._worker_pgid = int(first[1]) if len(first) == 2 and first[1].isdigit() else None
             line = b""
             try:
                 worker.stdin.write(base64.b64encode(script.encode("utf-8")) + b"\n")
                 worker.stdin.flush()
                 ready, _, _ = select.select([worker.stdout], [], [], timeout)
                 if not ready:
-                    self._end_worker()
+                    self._end_worker(hung=True)
                     raise HostError(f"{self.where()}: {step}: no answer within {timeout:.0f}s (the host or the link hangs)")
                 line = worker.stdout.readline()
             except (BrokenPipeError, OSError, ValueError):
@@ -264,10 +269,16 @@ class SshConnection:
             raise self.failure(step, done)
         return done
 
-    def _end_worker(self) -> None:
+    def _end_worker(self, hung: bool = False) -> None:
         worker, self._worker = self._worker, None
         if worker is None:
             return
+        pgid = getattr(self, "_worker_pgid", None)
+        if hung and pgid and pgid > 1:
+            try:  # what hangs there is stopped with its worker's session
+                self.call(f"kill -KILL -{pgid} 2>/dev/null; exit 0", step="stopping a hung operation", timeout=30)
+            except HostError:
+                pass
         try:
             worker.stdin.close()
             worker.wait(timeout=2)

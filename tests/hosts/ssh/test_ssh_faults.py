@@ -3,6 +3,7 @@ step, within a bounded time."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -94,3 +95,14 @@ def test_the_bundled_uv_is_copied_into_the_workdir(ssh_host, tmp_path):
     assert uv == str(ssh_host.workdir / "bin" / "uv")
     result = ssh_host.run([uv, "--version"], log_path=tmp_path / "uv.log", timeout=60)
     assert result.ok and "uv " in ssh_host.read_text(tmp_path / "uv.log")
+
+
+def test_an_operation_that_hangs_on_the_host_is_bounded(ssh_host):
+    started = time.monotonic()
+    with pytest.raises(HostError, match=r"host loop \(specdsl-test\): reading a fifo: no answer within 2s"):
+        ssh_host.conn.quick(f"echo $$ > {ssh_host.workdir}/hung; sleep 60", step="reading a fifo", timeout=2)
+    assert time.monotonic() - started < 15
+    # the worker that hung is gone; the next operation gets a new one
+    assert ssh_host.exists(ssh_host.workdir)
+    # and what hung was stopped there
+    assert not os.path.exists(f"/proc/{int(ssh_host.read_text(ssh_host.workdir / 'hung'))}")
