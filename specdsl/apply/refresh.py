@@ -91,7 +91,10 @@ def _refresh(state, registry: HostRegistry, names: dict[str, Any], wanted: dict[
             return None
         try:
             return registry.get(decl)
-        except HostError:
+        except HostError as exc:
+            if recorded.startswith("ssh:") or getattr(decl, "ssh", None):
+                unreachable[recorded] = str(exc)  # could not connect: noted once
+                drift.append(f"{exc}: its records are taken as they are")
             return None
 
     def asked(recorded: str, question):
@@ -121,10 +124,10 @@ def _refresh(state, registry: HostRegistry, names: dict[str, Any], wanted: dict[
     for identity, decl in sorted((wanted or {}).items()):
         if identity in recorded:
             continue
+        if host_key_of(decl) in unreachable:
+            continue
         try:
             host = registry.get(decl)
-            if host.key in unreachable:
-                continue
             if provision.find(host, identity) is not None:
                 envs.add(identity)
         except HostError as exc:

@@ -76,8 +76,15 @@ def _local(_decl: Any, registry: HostRegistry) -> Host:
 
 
 def _ssh(decl: Any, _registry: HostRegistry) -> Host:
-    return SshHost(decl.ssh, name=getattr(decl, "name", None), workdir=getattr(decl, "workdir", None),
+    """Connected at once, so the first step on it (preflight) says whether it can be reached."""
+    host = SshHost(decl.ssh, name=getattr(decl, "name", None), workdir=getattr(decl, "workdir", None),
                    config=os.environ.get(SSH_CONFIG_ENV) or None)
+    try:
+        host.connect()
+    except BaseException:
+        host.close()
+        raise
+    return host
 
 
 KINDS: dict[str, Callable[[Any, HostRegistry], Host]] = {"local": _local, "ssh": _ssh}

@@ -94,6 +94,7 @@ class SshHost:
     @property
     def workdir(self) -> Path:
         if self._workdir is None:
+            self.conn.ensure("connecting")
             home = self._sh('printf %s "$HOME"', step="finding the home folder").decode()
             decl = self._workdir_decl
             if decl == "~" or decl.startswith("~/"):
@@ -103,6 +104,10 @@ class SshHost:
             self._sh(f"umask 077; mkdir -p {q(decl)}", step=f"making the workdir {decl}")
             self._workdir = PurePosixPath(decl)
         return Path(self._workdir)
+
+    def connect(self) -> None:
+        """Reach the host and make its workdir (`HostError` naming the cause)."""
+        self.workdir
 
     @property
     def env_root(self) -> Path:

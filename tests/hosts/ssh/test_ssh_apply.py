@@ -113,3 +113,34 @@ experiment "cmd" {{
     # a plan now: everything there, by identity
     plan = specdsl("plan", "e.spec", "--detailed-exitcode", cwd=tmp_path, env=env)
     assert plan.returncode == 0, plan.stdout + plan.stderr
+
+
+def test_apply_to_an_unreachable_host_fails_its_preflight_clearly(sshd, tmp_path):
+    (tmp_path / "e.spec").write_text('''
+host "gpu8" {
+  ssh = "specdsl-badkey"
+}
+stack "sys" {
+  python = "system"
+}
+server "s" {
+  engine  = "command"
+  model   = "m"
+  command = ["python3", "-m", "http.server", "{port}"]
+}
+workload "w" {
+  requests = 1
+}
+experiment "e" {
+  host     = host.gpu8
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+''')
+    env = apply_env(sshd)
+    done = specdsl("apply", "e.spec", "--yes", cwd=tmp_path, env=env, timeout=120)
+    out = done.stdout + done.stderr
+    assert done.returncode == 5, out
+    assert "preflight.gpu8" in out and "host gpu8 (specdsl-badkey): connecting: the host refused the key" in out, out
+    assert "Traceback" not in out
