@@ -48,9 +48,9 @@ fi
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
     python3 -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
     if [ "$stage" != bisect ]; then
-        echo "== plan"; specdsl plan story.spec "${vars[@]}"
+        echo "== plan"; specdsl plan story.spec ${TARGET:+--target "$TARGET"} "${vars[@]}"
         echo "== apply"; start=$(date +%s%N)
-        specdsl apply story.spec --yes "${vars[@]}"; echo "apply exit $? wall $(( ($(date +%s%N) - start) / 1000000 )) ms"
+        specdsl apply story.spec --yes ${TARGET:+--target "$TARGET"} "${vars[@]}"; echo "apply exit $? wall $(( ($(date +%s%N) - start) / 1000000 )) ms"
         echo "== re-apply"; specdsl plan story.spec --detailed-exitcode "${vars[@]}"; echo "plan exit $?"
         specdsl apply story.spec --yes "${vars[@]}"; echo "re-apply exit $?"
         echo "== diagnose"; specdsl diagnose upgrade story.spec "${vars[@]}"
