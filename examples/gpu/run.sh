@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # The story's loop on a GPU host without a package registry (the H200 of
 # docs/gpu-run.md). From the repository root, with the serving packages and
-# specdsl's own missing dependencies carried as wheels in .whl/:
+# specdsl's own missing dependencies carried as wheels in .whl/ (for Python
+# 3.12 on the H200 image: lark, tomli-w, uv; fastapi, uvicorn, starlette,
+# pydantic, pydantic-core, openai, httpx2, httpcore2, jiter, distro, sniffio,
+# annotated-types, annotated-doc, typing-inspection, typing-extensions,
+# opentelemetry-api, truststore, idna, anyio, click, h11: uv resolves inside
+# the new environment and does not count the base interpreter's packages):
 #
 #   bash examples/gpu/run.sh          # model, apply, re-apply, diagnose, bisect
 #   bash examples/gpu/run.sh apply    # the first four only
