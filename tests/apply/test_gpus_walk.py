@@ -167,9 +167,7 @@ def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus
 
 @pytest.mark.parametrize("smi, allow, expected", [
     ({"gpus": 2, "busy": {"1": 4096}}, False, "GPU 1: 1 process (pid 424242)"),
-    ({"gpus": 2, "memory": {"0": 900}}, False, "GPU 0: 900 MiB of memory in use"),
     ({"gpus": 2, "throttle": {"0": "0x40"}}, True, "GPU 0: hw_thermal_slowdown"),
-    ({"gpus": 1}, False, "nvidia-smi lists 1 (ids 0): GPU 1 not found"),
     ({"gpus": 2, "busy": {"1": 4096}}, True, None),
 ])
 def test_busy_or_throttled_gpus_stop_the_benchmark_unless_allowed(tmp_path, env_root, gpus_file, smi, allow, expected):
@@ -209,6 +207,26 @@ def test_a_host_declaring_gpus_without_nvidia_smi_fails_clearly():
     problem, _ = check_host(None, config.Host(name="gpu8", gpus=8), None)
     assert problem == "host gpu8 declares gpus = 8 but nvidia-smi is not installed there"
     assert check_host(None, config.Host(name="cpu"), None) == (None, set())
+
+
+def test_preflight_names_missing_gpus_memory_in_use_and_gpus_of_ours():
+    from specdsl.apply.steps.preflight import check_host
+    from specdsl.hosts import gpus as smi
+    from specdsl.model import config
+
+    def gpu(i, used=1.0, pids=()):
+        return smi.Gpu(i, f"GPU-{i}", "NVIDIA H200", "570", used, 143771.0, 0.0, 345.0, 1980.0, 1,
+                       processes=tuple(smi.GpuProcess(f"GPU-{i}", p, 4000.0) for p in pids))
+
+    one = smi.GpuReport("nvidia-smi", (gpu(0),))
+    problem, _ = check_host(None, config.Host(name="g", gpus=2), one)
+    assert problem == "host g declares GPUs 0, 1 but nvidia-smi lists 1 (ids 0): GPU 1 not found"
+    held = smi.GpuReport("nvidia-smi", (gpu(0, used=900.0), gpu(1, used=4000.0, pids=(77,))))
+    problem, _ = check_host(None, config.Host(name="g", gpus=2), held)
+    assert "GPU 0: 900 MiB of memory in use" in problem and "GPU 1: 1 process (pid 77)" in problem
+    # a server of ours kept from an earlier apply: its GPU is held, not busy
+    kept = smi.GpuReport("nvidia-smi", (gpu(0), gpu(1, used=4000.0, pids=(77,))))
+    assert check_host(None, config.Host(name="g", gpus=2), kept, {77}) == (None, {1})
 
 
 def test_servers_needing_no_gpu_or_the_whole_machine_run_alone(tmp_path, env_root, gpus_file):
