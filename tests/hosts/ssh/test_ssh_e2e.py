@@ -7,7 +7,6 @@ in all)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
