@@ -1,11 +1,12 @@
-"""A real `transformers serve` (the tiny model) provisioned, launched and
-benchmarked on an ssh host (a real sshd on loopback); then the connection
-dropped mid-apply (the master killed): the step fails naming the lost
-connection, the server is stopped on the host, and a re-apply resumes."""
+"""A real `transformers serve` (the tiny model) provisioned and launched on
+an ssh host (a real sshd on loopback); the connection dropped mid-apply
+(the master killed while a benchmark runs there): the step fails naming the
+lost connection and the server is stopped on the host; a re-apply resumes
+and benchmarks the server with the built-in load generator (two launches
+in all)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -34,7 +35,9 @@ def workdir() -> Path:
     return Path(cache) / "ssh-workdir"
 
 
-def spec(tmp_path: Path, slow: bool) -> str:
+def spec(tmp_path: Path, *, builtin: bool) -> str:
+    """The slow command workload's experiment, and with `builtin` the
+    built-in load generator's too (one server serves both: one launch)."""
     text = f'''
 host "loop" {{
   ssh     = "specdsl-test"
@@ -56,15 +59,17 @@ workload "w" {{
   requests    = 8
   concurrency = 4
 }}
-experiment "e" {{
+'''
+    if builtin:
+        text += '''
+experiment "e" {
   host     = host.loop
   stack    = stack.serve
   server   = server.tiny
   workload = workload.w
-}}
+}
 '''
-    if slow:
-        text += f'''
+    text += f'''
 workload "slow" {{
   command = ["python3", "-c", {lit(SLOW)}, {lit(str(tmp_path / "running"))}, {lit(str(tmp_path / "block"))}]
   timeout = 5m
@@ -101,22 +106,11 @@ def _left_on_host() -> list[str]:
     return [line for line in processes_mentioning(str(TINY)) if " serve " in line]
 
 
-def test_real_server_over_ssh_then_a_dropped_connection(sshd, tmp_path):
+def test_a_dropped_connection_then_a_real_server_benchmarked_over_ssh(sshd, tmp_path):
     env = apply_env(sshd)
-    (tmp_path / "e.spec").write_text(spec(tmp_path, slow=False))
-    first = specdsl("apply", "e.spec", "--yes", cwd=tmp_path, env=env, timeout=900)
-    out = first.stdout + first.stderr
-    assert first.returncode == 0, out
-    state = load_state(tmp_path / ".specdsl")
-    bench = next(r for r in state.runs if r.step == "benchmark.e" and r.status == "completed")
-    assert bench.metric("completed") == 8 and bench.metric("median_ttft_ms") > 0
-    env_record = state.environments[0]
-    assert env_record.host == "ssh:specdsl-test" and env_record.path.startswith(str(workdir() / "envs"))
-    assert not state.servers and _left_on_host() == []
-
-    # the connection drops while a benchmark runs on the host
+    # the connection drops while a benchmark runs on the host (the real server up)
     (tmp_path / "block").write_text("")
-    (tmp_path / "e.spec").write_text(spec(tmp_path, slow=True))
+    (tmp_path / "e.spec").write_text(spec(tmp_path, builtin=False))
     proc = subprocess.Popen([sys.executable, "-m", "specdsl.cli.main", "apply", "e.spec", "--yes"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -138,14 +132,19 @@ def test_real_server_over_ssh_then_a_dropped_connection(sshd, tmp_path):
     assert [r for r in state.runs if r.step == "benchmark.slow" and r.status == "failed"]
     assert not state.servers and _left_on_host() == [], "the server was stopped on the host after the drop"
     assert len(state.environments) == 1, "nothing recorded was lost"
+    env_record = state.environments[0]
+    assert env_record.host == "ssh:specdsl-test" and env_record.path.startswith(str(workdir() / "envs"))
 
-    # a re-apply resumes: the environment and the first benchmark stand, the failed one runs
+    # a re-apply resumes: the environment stands, the failed benchmark runs, and the
+    # built-in load generator measures the same server through the forwarded port
     (tmp_path / "block").unlink()
+    (tmp_path / "e.spec").write_text(spec(tmp_path, builtin=True))
     again = specdsl("apply", "e.spec", "--yes", cwd=tmp_path, env=env, timeout=900)
     out = again.stdout + again.stderr
     assert again.returncode == 0, out
-    assert "= provision.serve" in out, out
+    assert "= provision.serve" in out and "1 server launch" in out, out
     state = load_state(tmp_path / ".specdsl")
-    assert len([r for r in state.runs if r.step == "benchmark.e" and r.status == "completed"]) == 1, "not run again"
     assert [r for r in state.runs if r.step == "benchmark.slow" and r.status == "completed"]
+    bench = next(r for r in state.runs if r.step == "benchmark.e" and r.status == "completed")
+    assert bench.metric("completed") == 8 and bench.metric("median_ttft_ms") > 0
     assert not state.servers and _left_on_host() == []
