@@ -19,6 +19,7 @@ from specdsl.cli.plan_commands import _state_error, add_common, build_plan
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
+from specdsl.plan.slurm import render_jobs
 from specdsl.state import StateError, load_state, locked, state_dir_for
 
 
@@ -86,7 +87,7 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         if plan is None:
             return EXIT_ERROR
     if not args.json:
-        sys.stdout.write(render_text(plan))
+        sys.stdout.write(render_text(plan) + render_jobs(graph, plan))
         sys.stdout.flush()
     if saved is None and plan.has_changes and not args.yes:
         if not sys.stdin.isatty():

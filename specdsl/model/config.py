@@ -59,13 +59,39 @@ def canonical_json(obj: Any) -> str:
 
 
 @attrs.frozen
+class Slurm:
+    """A host reached through Slurm (docs/slurm.md): each experiment's chain
+    runs as one batch job with these settings. `time` is seconds; `workdir`
+    the folder shared by this machine and the compute nodes where job
+    folders and environments live; `sbatch_args` extra options, verbatim."""
+
+    partition: str | None = None
+    account: str | None = None
+    gres: str | None = None
+    time: float | None = None
+    exclusive: bool = False
+    cpus: int | None = None
+    mem: str | None = None
+    max_parallel: int = 4
+    workdir: str | None = None
+    sbatch_args: tuple[str, ...] = ()
+    span: Span | None = attrs.field(default=None, eq=False)
+    spans: Pairs = attrs.field(default=(), eq=False)  # setting -> span of its value (preflight errors point there)
+
+    def span_of(self, setting: str) -> Span | None:
+        return dict(self.spans).get(setting) or self.span
+
+
+@attrs.frozen
 class Host:
-    """Where things run. `ssh` None means this machine."""
+    """Where things run. `ssh` None means this machine; `slurm` set: a
+    cluster, through Slurm, submitted from this machine."""
 
     name: str
     ssh: str | None = None
     gpus: int = 0
     workdir: str | None = None
+    slurm: Slurm | None = None
     span: Span | None = attrs.field(default=None, eq=False)
 
 

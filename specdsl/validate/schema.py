@@ -155,6 +155,12 @@ def scalar_map(v: V, diags, name) -> Any:
     return tuple(out)  # order as written: argv order
 
 
+def _slurm(v: V, diags, name) -> Any:
+    from specdsl.validate.slurm import slurm_settings
+
+    return slurm_settings(v, diags, name)
+
+
 SCHEMAS: dict[str, dict[str, Field]] = {
     "variable": {
         "default": Field(lambda v, d, n: v.value, doc="value used when none is given"),
@@ -166,6 +172,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "ssh": Field(string, doc="user@host; leave out for this machine"),
         "gpus": Field(integer(0)),
         "workdir": Field(string),
+        "slurm": Field(_slurm, doc="run each chain as a Slurm job (docs/slurm.md)"),
     },
     "stack": {
         "python": Field(string),
