@@ -10,47 +10,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import textwrap
-import time
+import signal
 from pathlib import Path
 
-import pytest
-
 from apply_helpers import cli_env, processes_mentioning
+from slurm_helpers import job_folders, setup, wait_for
 from specdsl.state import load_state
-
-HERE = Path(__file__).resolve().parent
-GATED = HERE / "gated_double.py"
-
-
-def spec_text(gates: Path, *, time_limit: str = "5m", extra: str = "", server_args: str = "") -> str:
-    ready = "/health" if "fail" in server_args else "/metrics"
-    return textwrap.dedent(f'''
-        host "cluster" {{
-          slurm = {{ partition = "debug", gres = "gpu:1", time = {time_limit}, max_parallel = 3{extra} }}
-        }}
-        stack "sys" {{
-          python = "system"
-        }}
-        server "s" {{
-          engine        = "command"
-          model         = "m"
-          command       = ["{sys.executable}", "{GATED}", "{{port}}", "{gates}"{server_args}]
-          ready_timeout = 10m
-          ready_url     = "{ready}"
-        }}
-        workload "w" {{
-          requests   = 2
-          output_len = 4
-        }}
-        experiment "e" {{
-          host     = host.cluster
-          stack    = stack.sys
-          server   = server.s {{ env = {{ CELL = matrix.c }} }}
-          workload = workload.w
-          matrix   = {{ c = [1, 2, 3] }}
-        }}
-    ''')
 
 
 def run(cluster, folder: Path, *args, timeout=240) -> subprocess.CompletedProcess:
@@ -63,25 +28,10 @@ def start(cluster, folder: Path, *args) -> subprocess.Popen:
                             stderr=subprocess.STDOUT, text=True, env=cli_env(**cluster.env()), start_new_session=True)
 
 
-def setup(tmp_path: Path, **kw) -> tuple[Path, Path]:
-    gates = tmp_path / "gates"
-    gates.mkdir()
-    (tmp_path / "m.spec").write_text(spec_text(gates, **kw))
-    return tmp_path, gates
 
 
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"{what} within {timeout}s")
 
 
-def job_folders(folder: Path) -> list[Path]:
-    return sorted((folder / ".specdsl" / "slurm" / "jobs").glob("*")) if (folder / ".specdsl" / "slurm" / "jobs").exists() else []
 
 
 def held_job(cluster, gates: Path, cell: int | None) -> str:
@@ -193,8 +143,6 @@ def test_job_past_its_time_limit(fresh, tmp_path):
 
 
 def test_ctrl_c_cancels_the_jobs(fresh, tmp_path):
-    import signal
-
     folder, gates = setup(tmp_path)
     for c in (1, 2, 3):
         (gates / f"hold-{c}").write_text("")
