@@ -64,8 +64,8 @@ def run_jobs(walk: Walk, client: SlurmClient | None = None) -> Walk:
     runner = SlurmRun(walk, client or SlurmClient())
     runner.run()
     rest = tuple(c for c in walk.plan.changes if c.addr not in runner.handled)
-    return Walk(attrs.evolve(walk.plan, changes=rest), walk.graph, walk.writer, walk.registry, walk.spec_dir, walk.hooks,
-                walk.stop, walk.variables, walk.result)
+    return Walk(plan=attrs.evolve(walk.plan, changes=rest), graph=walk.graph, writer=walk.writer, registry=walk.registry,
+                spec_dir=walk.spec_dir, hooks=walk.hooks, stop=walk.stop, variables=walk.variables, result=walk.result)
 
 
 @attrs.define

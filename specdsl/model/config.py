@@ -45,7 +45,10 @@ def canonical(obj: Any) -> Any:
         for field in attrs.fields(type(obj)):
             if field.eq is False:
                 continue
-            out[field.name] = canonical(getattr(obj, field.name))
+            value = getattr(obj, field.name)
+            if value is None and field.metadata.get("omit_none"):
+                continue  # a field added later: absent, the form (and every digest) stays what it was
+            out[field.name] = canonical(value)
         return out
     if isinstance(obj, tuple):
         return [canonical(v) for v in obj]
@@ -91,7 +94,7 @@ class Host:
     ssh: str | None = None
     gpus: int = 0
     workdir: str | None = None
-    slurm: Slurm | None = None
+    slurm: Slurm | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

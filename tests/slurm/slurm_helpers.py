@@ -87,14 +87,13 @@ def serve_matrix_spec(slurm: bool) -> str:
           output_len  = 16
           requests    = 8
           concurrency = 4
-          runs        = 2
         }}
         experiment "cells" {{
           {"host     = host.cluster" if slurm else ""}
           stack    = stack.serve
           server   = server.tiny {{ args = {{ continuous-batching = true, cb-max-memory-percent = matrix.mem }} }}
           workload = workload.c4
-          matrix   = {{ mem = [0.01, 0.015, 0.02] }}
-          assert "serves" {{ output_throughput > 0 }}
+          matrix   = {{ mem = [0.02, 0.025, 0.03] }}
+          assert "batching on" {{ effective.continuous_batching == true }}
         }}
     ''')

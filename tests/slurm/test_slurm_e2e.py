@@ -35,6 +35,6 @@ def test_three_cells_of_transformers_serve_through_slurm(fresh, tmp_path):
     assert all(r.metric("output_throughput") > 0 for r in runs)
     launches = [r for r in state.runs if r.step.startswith("launch.") and r.status == "completed"]
     caps = sorted(re.search(r"--cb-max-memory-percent[= ](\S+)", " ".join(r.argv)).group(1) for r in launches)
-    assert caps == ["0.01", "0.015", "0.02"]  # one server per cell, each with its own setting
+    assert caps == ["0.02", "0.025", "0.03"]  # one server per cell, each with its own setting
     assert not state.servers  # every server ended with its job
     assert processes_mentioning(str(folder)) == []
