@@ -35,6 +35,7 @@ from specdsl.cli.plan_commands import _state_error, add_common, build_plan
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
+from specdsl.plan.slurm import render_jobs
 from specdsl.state import StateError, load_state, locked, state_dir_for
 
 
@@ -111,7 +112,7 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
     registry = HostRegistry()
     seen = survey(state, registry, _decls(graph), _launch_identities(graph))
     if not args.json:
-        sys.stdout.write(render_text(plan))
+        sys.stdout.write(render_text(plan) + render_jobs(graph, plan))
         _print_stale(stale(seen))
         sys.stdout.flush()
     live_stale = [s for s in stale(seen) if s.condition != "not running"]

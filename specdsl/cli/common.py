@@ -29,7 +29,10 @@ def _config_object(obj) -> dict:
     out = {"__kind__": type(obj).__name__}
     for field in attrs.fields(type(obj)):
         if field.eq is not False:
-            out[field.name] = getattr(obj, field.name)
+            value = getattr(obj, field.name)
+            if value is None and field.metadata.get("omit_none"):
+                continue  # as config.canonical: a field added later is absent when unset
+            out[field.name] = value
     return out
 
 

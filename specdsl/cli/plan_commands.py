@@ -14,6 +14,7 @@ from specdsl.plan.diff import make_plan
 from specdsl.plan.model import Refresh
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
 from specdsl.plan.render import render_json, render_text
+from specdsl.plan.slurm import render_jobs
 from specdsl.state import LockError, StateError, load_state, state_dir_for
 from specdsl.state import commands as state_commands
 
@@ -180,7 +181,7 @@ def cmd_plan(args) -> int:
         except OSError as exc:
             error(f"cannot write the plan to {args.out}: {exc.strerror or exc}")
             return EXIT_ERROR
-    sys.stdout.write(render_json(plan) if args.json else render_text(plan))
+    sys.stdout.write(render_json(plan) if args.json else render_text(plan) + render_jobs(graph, plan))
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:

@@ -244,13 +244,20 @@ def _content_host(host: config.Host) -> dict:
         out["gpu_ids"] = list(host.gpu_ids)
     if host.allow_busy_gpus:
         out["allow_busy_gpus"] = True
-    return out
+    return {**out, **_content_slurm(host)}
 
 
 def _content_machine(host: config.Host) -> dict:
     """What locates the machine an environment lives on: its ssh target
     (None: this machine) and the folder specdsl works in there."""
-    return {"ssh": host.ssh, "workdir": host.workdir}
+    return {"ssh": host.ssh, "workdir": host.workdir, **_content_slurm(host)}
+
+
+def _content_slurm(host: config.Host) -> dict:
+    """A Slurm host (docs/slurm.md) is other machines: where jobs go and what
+    they get. Absent for other hosts, so their identities stay as they were."""
+    s = host.slurm
+    return {} if s is None else {"slurm": {"partition": s.partition, "gres": s.gres, "workdir": s.workdir}}
 
 
 def _jsonable(v):

@@ -45,7 +45,10 @@ def canonical(obj: Any) -> Any:
         for field in attrs.fields(type(obj)):
             if field.eq is False:
                 continue
-            out[field.name] = canonical(getattr(obj, field.name))
+            value = getattr(obj, field.name)
+            if value is None and field.metadata.get("omit_none"):
+                continue  # a field added later: absent, the form (and every digest) stays what it was
+            out[field.name] = canonical(value)
         return out
     if isinstance(obj, tuple):
         return [canonical(v) for v in obj]
@@ -59,8 +62,33 @@ def canonical_json(obj: Any) -> str:
 
 
 @attrs.frozen
+class Slurm:
+    """A host reached through Slurm (docs/slurm.md): each experiment's chain
+    runs as one batch job with these settings. `time` is seconds; `workdir`
+    the folder shared by this machine and the compute nodes where job
+    folders and environments live; `sbatch_args` extra options, verbatim."""
+
+    partition: str | None = None
+    account: str | None = None
+    gres: str | None = None
+    time: float | None = None
+    exclusive: bool = False
+    cpus: int | None = None
+    mem: str | None = None
+    max_parallel: int = 4
+    workdir: str | None = None
+    sbatch_args: tuple[str, ...] = ()
+    span: Span | None = attrs.field(default=None, eq=False)
+    spans: Pairs = attrs.field(default=(), eq=False)  # setting -> span of its value (preflight errors point there)
+
+    def span_of(self, setting: str) -> Span | None:
+        return dict(self.spans).get(setting) or self.span
+
+
+@attrs.frozen
 class Host:
-    """Where things run. `ssh` None means this machine.
+    """Where things run. `ssh` None means this machine; `slurm` set: a
+    cluster, through Slurm, submitted from this machine.
 
     `gpus` is how many GPUs specdsl may use there; `gpu_ids` the device
     ids when the spec listed them (`gpus = [0, 2]`), else () for
@@ -73,6 +101,7 @@ class Host:
     workdir: str | None = None
     gpu_ids: tuple[int, ...] = ()
     allow_busy_gpus: bool = False
+    slurm: Slurm | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

@@ -132,7 +132,8 @@ class RunRecord:
     state folder; `metrics` medians across repetitions; `reason` why it
     failed or was skipped. `runs` is how many repetitions (the workload's
     `runs`) those metrics summarize; None: not recorded (a state written
-    before the count was), taken as enough by planning."""
+    before the count was), taken as enough by planning. `job` is the id of
+    the Slurm job the run happened in (docs/slurm.md)."""
 
     id: str
     step: str
@@ -147,6 +148,7 @@ class RunRecord:
     reason: str = ""
     argv: tuple[str, ...] = attrs.field(default=(), converter=tuple)  # a launch: the command that started the server
     runs: int | None = None
+    job: str | None = None  # the Slurm job it ran in (None: not through Slurm)
 
     def metric(self, name: str) -> float | None:
         return dict(self.metrics).get(name)

@@ -174,6 +174,12 @@ def gpu_count_or_ids(v: V, diags, name) -> Any:
     return integer(0)(v, diags, name)
 
 
+def _slurm(v: V, diags, name) -> Any:
+    from specdsl.validate.slurm import slurm_settings
+
+    return slurm_settings(v, diags, name)
+
+
 SCHEMAS: dict[str, dict[str, Field]] = {
     "variable": {
         "default": Field(lambda v, d, n: v.value, doc="value used when none is given"),
@@ -186,6 +192,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "gpus": Field(gpu_count_or_ids, doc="how many GPUs (`8`) or which device ids (`[0, 2]`) specdsl may use"),
         "allow_busy_gpus": Field(boolean, doc="benchmark even when another job holds memory or processes on the GPUs"),
         "workdir": Field(string),
+        "slurm": Field(_slurm, doc="run each chain as a Slurm job (docs/slurm.md)"),
     },
     "stack": {
         "python": Field(string),

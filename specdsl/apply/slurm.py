@@ -1,0 +1,531 @@
+"""Steps on Slurm hosts: each job of `plan.slurm.slurm_jobs` is one batch
+job, submitted from this machine with `sbatch --parsable`, followed with
+`scontrol`/`sacct` and its events file, cancelled with `scancel` when the
+walk stops (Ctrl-C). See docs/slurm.md.
+
+`run_jobs(walk)` is the hook `apply_plan` calls before its local walk: it
+runs the preflight of each Slurm host here (nothing is submitted when one
+fails), then the jobs, at most `slurm.max_parallel` of a host at once,
+reporting each step's start, progress and end as the job's events arrive
+and Slurm's job states as they change. When a job ends, what it recorded
+(runs, their folders, environments, step records) is imported into the
+state through the walk's `StateWriter`, each run carrying its job id; the
+steps it did not finish are recorded as failed with why the job ended
+(time limit, cancelled, node failure). It returns the walk of what is
+left (checks, promotions, local experiments), without the steps it
+handled, so the scheduler runs only those.
+
+Shared filesystem: required. The job folder (under `slurm.workdir`, by
+default the state folder), the environments, the spec's folder and the
+interpreter running specdsl must be visible at the same paths on the
+compute nodes; a job that cannot see its folder fails with that said.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import attrs
+
+from specdsl import private
+from specdsl.apply import job as jobfile
+from specdsl.apply.context import Walk
+from specdsl.apply.outcome import Outcome, Reason, Status
+from specdsl.apply.slurm_preflight import check as preflight_check
+from specdsl.hosts.local import default_env_root
+from specdsl.hosts.slurm import JobInfo, SlurmClient, SlurmError
+from specdsl.plan.model import Action
+from specdsl.plan.slurm import SlurmJob, on_slurm, resources, slurm_jobs
+from specdsl.state import load_state, new_run_id, utc_now
+
+POLL_S = 1.0
+UNRUNNABLE_S = 20.0  # a job pending for a reason no wait cures (its nodes are down) is cancelled after this
+CANCEL_WAIT_S = 60.0
+_UNRUNNABLE = ("ReqNodeNotAvail", "NodeDown", "PartitionDown", "PartitionInactive", "Nodes_required_for_job_are_DOWN",
+               "PartitionNodeLimit", "PartitionConfig", "InvalidAccount", "BadConstraints")
+_BAD = (Status.FAILED, Status.SKIPPED, Status.INTERRUPTED)
+
+
+def slurm_steps(walk: Walk) -> set[str]:
+    return {c.addr for c in walk.plan.changes if c.addr in walk.graph.steps and on_slurm(walk.graph, c.addr)}
+
+
+def run_jobs(walk: Walk, client: SlurmClient | None = None) -> Walk:
+    """Run the plan's Slurm-hosted steps as jobs; the walk of the rest (the
+    same walk when nothing goes to Slurm)."""
+    if not slurm_steps(walk):
+        return walk
+    runner = SlurmRun(walk, client or SlurmClient())
+    runner.run()
+    rest = tuple(c for c in walk.plan.changes if c.addr not in runner.handled)
+    return Walk(plan=attrs.evolve(walk.plan, changes=rest), graph=walk.graph, writer=walk.writer, registry=walk.registry,
+                spec_dir=walk.spec_dir, hooks=walk.hooks, stop=walk.stop, variables=walk.variables, result=walk.result)
+
+
+@attrs.define
+class Active:
+    """A job submitted and not yet imported."""
+
+    job: SlurmJob
+    folder: Path
+    id: str
+    submitted: float
+    state: str = ""
+    reason: str = ""
+    pending_bad_since: float | None = None
+    events_read: int = 0
+    started: set = attrs.Factory(set)
+    finished: dict = attrs.Factory(dict)  # addr -> Outcome (as the job reported it)
+    cancelled_by_us: bool = False
+    why: str = ""  # set when we cancel it for a reason of ours
+
+
+class SlurmRun:
+    def __init__(self, walk: Walk, client: SlurmClient) -> None:
+        self.walk = walk
+        self.client = client
+        self.graph = walk.graph
+        self.jobs = slurm_jobs(walk.graph, walk.plan)
+        self.handled: set[str] = set()
+        self.base = self._base()
+
+    # -- reporting --------------------------------------------------------------
+    def _finish(self, outcome: Outcome) -> None:
+        if outcome.addr in self.handled:
+            return
+        self.handled.add(outcome.addr)
+        with self.walk.mutex:
+            self.walk.result.outcomes.append(outcome)
+        self.walk.hooks.finish(outcome)
+        if outcome.status in _BAD:
+            if outcome.status is Status.INTERRUPTED:
+                self.walk.result.interrupted = True
+            self._skip_dependants(outcome)
+
+    def _skip_dependants(self, outcome: Outcome) -> None:
+        root = outcome.root or outcome.addr
+        word = {Status.FAILED: "failed", Status.INTERRUPTED: "was interrupted"}.get(outcome.status, "was skipped")
+        if outcome.status is Status.SKIPPED and outcome.reason is Reason.NOT_STARTED:
+            word = "was not started"
+        for dep in self.graph.succ.get(outcome.addr, ()):
+            step = self.graph.steps[dep]
+            if outcome.addr in step.deps and dep in self.walk.plan_addrs and dep not in self.handled:
+                self._finish(Outcome(dep, step.kind, Status.SKIPPED, Reason.UPSTREAM_FAILED, f"skipped because {root} {word}",
+                                     root=root))
+
+    def _progress(self, addr: str, message: str) -> None:
+        self.walk.hooks.progress(addr, message)
+
+    def _note(self, addr: str, message: str) -> None:
+        """A job's own news (submitted, its Slurm state changed): always
+        shown where the hooks can (the console's notes), else as progress."""
+        note = getattr(self.walk.hooks, "note", None)
+        if note is not None:
+            note("    " + message.replace("[", "\\["))  # a note is console markup: brackets literal
+        else:
+            self.walk.hooks.progress(addr, message)
+
+    # -- the walk ---------------------------------------------------------------
+    def _base(self) -> Path:
+        return Path(self.walk.writer.state_dir) / "slurm"
+
+    def _folder_of(self, job: SlurmJob) -> Path:
+        root = Path(job.host.slurm.workdir) if job.host.slurm.workdir else self.base
+        safe = re.sub(r"[^A-Za-z0-9._=-]+", "_", job.name)[:80]
+        return root / "jobs" / f"{new_run_id()}-{safe}"
+
+    def run(self) -> None:
+        hosts = {}
+        for addr in sorted(slurm_steps(self.walk)):
+            step = self.graph.steps[addr]
+            if step.kind == "preflight":
+                hosts.setdefault(step.payload["host"].name, (step.payload["host"], []))[1].append(addr)
+        for job in self.jobs:
+            hosts.setdefault(job.host.name, (job.host, []))
+        failed_hosts = set()
+        for name, (host, preflights) in sorted(hosts.items()):
+            problems = self._preflight(host)
+            for addr in preflights:
+                self.walk.hooks.start(addr, "preflight")
+                if problems:
+                    self._finish(Outcome(addr, "preflight", Status.FAILED, Reason.ERROR, "\n".join(problems)))
+                else:
+                    opts = " ".join(resources(host.slurm)) or "the cluster's defaults"
+                    self._finish(Outcome(addr, "preflight", Status.COMPLETED, Reason.DONE, f"slurm ready ({opts})"))
+            if problems:
+                failed_hosts.add(name)
+        pending = []
+        for job in self.jobs:
+            if job.host.name in failed_hosts:
+                root = job.preflight or job.steps[0]
+                for addr in job.steps:
+                    if addr not in self.handled:
+                        self._finish(Outcome(addr, self.graph.steps[addr].kind, Status.SKIPPED, Reason.UPSTREAM_FAILED,
+                                             f"skipped because {root} failed", root=root))
+            else:
+                pending.append(job)
+        self._loop(pending)
+
+    def _preflight(self, host) -> list[str]:
+        from specdsl.validate.slurm import check_experiment_on_slurm
+
+        problems = []
+        diags: list = []
+        for job in self.jobs:
+            if job.host.name != host.name:
+                continue
+            for addr in job.steps:
+                if self.graph.steps[addr].kind == "launch":
+                    server = self.graph.steps[addr].payload["server"]
+                    if server.keep_running:
+                        exp = next(iter(self._experiments_of(addr)), None)
+                        if exp is not None:
+                            check_experiment_on_slurm(exp, diags)
+        for d in diags:
+            where = f"{d.span}: " if d.span is not None else ""
+            problems.append(f"{where}{d.summary}: {d.detail}")
+        private.make_dirs(self.base)
+        script = self.base / "preflight.sh"
+        private.write_text(script, "#!/bin/sh\ntrue\n")
+        return problems + preflight_check(host, self.client, script)
+
+    def _experiments_of(self, addr: str):
+        for bench in self.walk.benchmarks_of(addr):
+            yield self.graph.steps[bench].payload["experiment"]
+
+    def _loop(self, pending: list[SlurmJob]) -> None:
+        active: list[Active] = []
+        while pending or active:
+            if self.walk.stop.is_set():
+                self._stop_all(active, pending)
+                return
+            for job in list(pending):
+                cap = job.host.slurm.max_parallel
+                if sum(1 for a in active if a.job.host.name == job.host.name) >= cap:
+                    continue
+                pending.remove(job)
+                submitted = self._submit(job)
+                if submitted is not None:
+                    active.append(submitted)
+            for a in list(active):
+                self._pump(a)
+                info = self._poll(a)
+                if info is not None and info.ended:
+                    self._pump(a)
+                    self._end(a, info)
+                    active.remove(a)
+            if active:
+                self.walk.stop.wait(POLL_S)
+
+    # -- one job ----------------------------------------------------------------
+    def _description(self, job: SlurmJob) -> dict:
+        from specdsl.graph.build import Graph
+
+        local = {}
+        steps = {}
+        for addr in job.steps:
+            step = self.graph.steps[addr]
+            steps[addr] = attrs.evolve(step, payload={k: _here(v, local) for k, v in step.payload.items()})
+        keep = set(steps)
+        graph = Graph(steps=steps, succ={a: tuple(s for s in self.graph.succ.get(a, ()) if s in keep) for a in keep},
+                      pred={a: tuple(p for p in self.graph.pred.get(a, ()) if p in keep) for a in keep})
+        plan = attrs.evolve(self.walk.plan, changes=tuple(c for c in self.walk.plan.changes if c.addr in keep))
+        slurm = job.host.slurm
+        env_root = Path(slurm.workdir) / "envs" if slurm.workdir else (self.walk.registry.env_root or default_env_root())
+        return {"plan": plan, "graph": graph, "state": self.walk.writer.state, "variables": dict(self.walk.variables),
+                "spec_dir": str(Path(self.walk.spec_dir).resolve()), "env_root": str(Path(env_root).resolve()),
+                "first": lead(self.graph, job), "name": job.name}
+
+    def _script(self, job: SlurmJob, folder: Path) -> Path:
+        import specdsl
+
+        package_root = Path(specdsl.__file__).resolve().parent.parent
+        q = shlex.quote
+        text = "\n".join([
+            "#!/bin/sh",
+            "# written by specdsl: one chain of steps, run inside this allocation (docs/slurm.md)",
+            f"cd {q(str(folder))} || {{ echo \"specdsl: the job folder {folder} is not visible on $(hostname):"
+            " Slurm hosts need a filesystem shared with the submit host (slurm.workdir)\" >&2; exit 3; }",
+            f"PYTHONPATH={q(str(package_root))}${{PYTHONPATH:+:$PYTHONPATH}}",
+            "export PYTHONPATH",
+            f"exec {q(sys.executable)} -m specdsl.apply.job {q(str(folder))}",
+            "",
+        ])
+        path = folder / "job.sh"
+        private.write_text(path, text)
+        path.chmod(0o700)
+        return path
+
+    def _submit(self, job: SlurmJob) -> Active | None:
+        folder = self._folder_of(job)
+        private.make_dirs(folder)
+        jobfile.write_description(folder, self._description(job))
+        script = self._script(job, folder)
+        options = [f"--job-name=specdsl-{job.name}"[:120], f"--output={folder / 'slurm.out'}", "--no-requeue",
+                   f"--chdir={folder}", *resources(job.host.slurm)]
+        first = lead(self.graph, job)
+        self.walk.hooks.start(first, self.graph.steps[first].kind)
+        try:
+            job_id = self.client.submit(options, script, cwd=folder)
+        except SlurmError as exc:
+            self._fail_job_steps(job, None, f"{exc}", str(folder / "slurm.out"))
+            return None
+        private.write_text(folder / "slurm-job-id", job_id + "\n")
+        self._note(first, f"slurm job {job_id} submitted ({' '.join(resources(job.host.slurm)) or 'defaults'}), "
+                              f"steps: {', '.join(job.steps)}")
+        return Active(job, folder, job_id, time.monotonic())
+
+    def _pump(self, a: Active) -> None:
+        """Forward the job's new events to the walk's hooks."""
+        path = a.folder / jobfile.EVENTS
+        try:
+            with open(path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return
+        complete = lines if lines and lines[-1].endswith("}") else lines[:-1]
+        for line in complete[a.events_read:]:
+            a.events_read += 1
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            event = doc.get("event")
+            if event == "start" and doc.get("addr") in self.graph.steps:
+                if doc["addr"] != lead(self.graph, a.job):
+                    self.walk.hooks.start(doc["addr"], doc.get("kind", ""))
+                a.started.add(doc["addr"])
+            elif event == "progress" and doc.get("addr") in self.graph.steps:
+                self._progress(doc["addr"], f"[job {a.id}] {doc.get('message', '')}")
+            elif event == "finish":
+                outcome = jobfile.outcome_of(doc["outcome"])
+                a.finished[outcome.addr] = outcome
+                a.started.add(outcome.addr)
+                if outcome.status in (Status.COMPLETED, Status.REUSED) and outcome.addr in a.job.steps:
+                    self._finish(outcome)  # a failure or interruption waits: the job's end may be its cause
+
+    def _poll(self, a: Active) -> JobInfo | None:
+        try:
+            info = self.client.job(a.id)
+        except SlurmError as exc:
+            self._progress(lead(self.graph, a.job), f"slurm job {a.id}: cannot ask Slurm ({exc}); asking again")
+            return None
+        if info is None:
+            return None
+        if (info.state, info.reason) != (a.state, a.reason):
+            a.state, a.reason = info.state, info.reason
+            where = f" on {info.nodes}" if info.nodes and info.state != "PENDING" else ""
+            why = f" ({info.reason})" if info.reason and info.reason != "None" else ""
+            self._note(self._current(a), f"slurm job {a.id} ({a.job.name}): {info.state}{where}{why}")
+        if info.state == "PENDING" and any(r in info.reason for r in _UNRUNNABLE):
+            a.pending_bad_since = a.pending_bad_since or time.monotonic()
+            if time.monotonic() - a.pending_bad_since > UNRUNNABLE_S:
+                a.why = (f"slurm job {a.id} cannot start: Slurm says {info.reason} (its partition's nodes are down or "
+                         "unavailable); cancelled it")
+                self._cancel(a)
+        else:
+            a.pending_bad_since = None
+        return info
+
+    def _current(self, a: Active) -> str:
+        running = [s for s in a.job.steps if s in a.started and s not in a.finished]
+        return running[0] if running else lead(self.graph, a.job)
+
+    def _cancel(self, a: Active) -> None:
+        a.cancelled_by_us = True
+        try:
+            self.client.cancel(a.id)
+        except SlurmError as exc:
+            self._progress(lead(self.graph, a.job), str(exc))
+
+    def _stop_all(self, active: list[Active], pending: list[SlurmJob]) -> None:
+        for a in active:
+            if not a.why:
+                a.why = f"slurm job {a.id} cancelled: apply was interrupted"
+            self._cancel(a)
+        deadline = time.monotonic() + CANCEL_WAIT_S
+        while active and time.monotonic() < deadline:
+            for a in list(active):
+                self._pump(a)
+                info = self._poll(a)
+                if info is not None and info.ended:
+                    self._pump(a)
+                    self._end(a, info, interrupted=True)
+                    active.remove(a)
+            time.sleep(0.5)
+        for a in active:  # Slurm did not confirm in time: record what we know
+            self._end(a, JobInfo(a.id, "CANCELLED", "not confirmed"), interrupted=True)
+        for job in pending:
+            for addr in job.steps:
+                self._finish(Outcome(addr, self.graph.steps[addr].kind, Status.SKIPPED, Reason.NOT_STARTED,
+                                     Reason.NOT_STARTED.text))
+        self.walk.result.interrupted = True
+
+    def _why_ended(self, a: Active, info: JobInfo) -> str:
+        if a.why:
+            return a.why
+        state = info.state
+        if state == "COMPLETED":
+            return f"slurm job {a.id} ended before its steps did"
+        if state == "TIMEOUT":
+            limit = f" ({info.time_limit})" if info.time_limit else ""
+            return f"slurm job {a.id} reached its time limit{limit}: raise `slurm.time` of host {a.job.host.name}"
+        if state == "CANCELLED":
+            return f"slurm job {a.id} was cancelled outside specdsl (scancel)"
+        if state == "NODE_FAIL":
+            return f"slurm job {a.id} lost its node {info.nodes or ''} (NODE_FAIL: the node went down)".replace("  ", " ")
+        if state == "OUT_OF_MEMORY":
+            return f"slurm job {a.id} ran out of memory: raise `slurm.mem` of host {a.job.host.name}"
+        if not (a.folder / jobfile.EVENTS).exists():
+            tail = _tail(a.folder / "slurm.out")
+            return (f"slurm job {a.id} {state.lower()} (exit {info.exit_code}) before specdsl started in it: is {a.folder} "
+                    f"on a filesystem the node shares with this machine?" + (f"\n{tail}" if tail else ""))
+        tail = _tail(a.folder / "slurm.out")
+        return f"slurm job {a.id} {state.lower()} (exit {info.exit_code})" + (f"\n{tail}" if tail else "")
+
+    def _end(self, a: Active, info: JobInfo, interrupted: bool = False) -> None:
+        self._import(a)
+        clean = info.state == "COMPLETED" and (a.folder / jobfile.DONE).exists()
+        if clean and all(s in a.finished for s in a.job.steps):
+            self._note(self._current(a), f"slurm job {a.id} ({a.job.name}): results imported")
+            for outcome in a.finished.values():
+                self._finish(outcome)
+            return
+        why = self._why_ended(a, info)
+        log = str(a.folder / "slurm.out")
+        if interrupted:
+            for addr in a.job.steps:
+                outcome = a.finished.get(addr)
+                if outcome is not None:
+                    self._finish(outcome)
+                elif addr in a.started:
+                    self._finish(Outcome(addr, self.graph.steps[addr].kind, Status.INTERRUPTED, Reason.CANCELLED, why, log=log))
+                else:
+                    self._finish(Outcome(addr, self.graph.steps[addr].kind, Status.SKIPPED, Reason.NOT_STARTED,
+                                         Reason.NOT_STARTED.text))
+            return
+        self._fail_job_steps(a.job, a, why, log)
+
+    def _fail_job_steps(self, job: SlurmJob, a: Active | None, why: str, log: str) -> None:
+        """A job that ended badly: what it completed stands; a step it saw
+        fail fails with `why` first (the job's end is the cause, what the
+        step saw follows); else the step it was in (or its first) fails with
+        `why`, a failed run recorded with the job id; the rest are skipped
+        because of it."""
+        finished = a.finished if a is not None else {}
+        started = a.started if a is not None else set()
+        for addr in job.steps:
+            outcome = finished.get(addr)
+            if outcome is not None and outcome.status in (Status.COMPLETED, Status.REUSED):
+                self._finish(outcome)
+        failed = [s for s in job.steps if s in finished and finished[s].status is Status.FAILED and s not in self.handled]
+        for addr in failed:
+            outcome = finished[addr]
+            self._finish(attrs.evolve(outcome, detail=f"{why}\n{outcome.detail}"))
+        if failed:
+            root = failed[0]
+        else:
+            # the step it was in; a shared provision another job finished is not it
+            mine = [s for s in job.steps if s not in self.handled]
+            culprits = [s for s in mine if s in started][-1:] or mine[:1]
+            if not culprits:
+                return
+            root = culprits[0]
+            step = self.graph.steps[root]
+            self._record_failed(step, a, why)
+            self._finish(Outcome(root, step.kind, Status.FAILED, Reason.ERROR, why, log=log))
+        for addr in job.steps:
+            if addr not in self.handled:
+                self._finish(Outcome(addr, self.graph.steps[addr].kind, Status.SKIPPED, Reason.UPSTREAM_FAILED,
+                                     f"skipped because {root} failed", root=root))
+
+    def _record_failed(self, step, a: Active | None, why: str) -> None:
+        if step.kind == "preflight":
+            return
+        writer = self.walk.writer
+        run_id, folder = writer.new_run()
+        if a is not None and (a.folder / "slurm.out").exists():
+            shutil.copy2(a.folder / "slurm.out", folder / "slurm.out")
+        run = writer.run_record(step, run_id, folder, utc_now(), "failed", reason=why.splitlines()[0][:500])
+        if a is not None:
+            run = attrs.evolve(run, job=a.id)
+        writer.step_done(step, run)
+
+    def _import(self, a: Active) -> None:
+        """What the job recorded, into the walk's state: new runs (with their
+        folders, and the job id), environments and step records."""
+        try:
+            done = load_state(a.folder / jobfile.STATE)
+        except Exception as exc:  # a state the job left half-written is reported, not fatal
+            self._progress(lead(self.graph, a.job), f"slurm job {a.id}: its state could not be read ({exc})")
+            return
+        if done is None:
+            return
+        before = self.walk.writer.state
+        known = {r.id for r in before.runs}
+        runs = [attrs.evolve(r, job=a.id) for r in done.runs if r.id not in known]
+        state_dir = Path(self.walk.writer.state_dir)
+        for run in runs:
+            if run.folder:
+                src, dest = a.folder / jobfile.STATE / run.folder, state_dir / run.folder
+                if src.is_dir() and not dest.exists():
+                    shutil.copytree(src, dest)
+                    private.tighten(dest)
+        envs = [e for e in done.environments if e not in before.environments]
+        steps = [s for s in done.steps if before.step(s.addr) != s]
+
+        def fn(state):
+            for run in runs:
+                state = state.with_run(run)
+            for env in envs:
+                state = state.with_environment(env)
+            for record in steps:
+                state = state.with_step(record)
+            return state
+
+        if runs or envs or steps:
+            self.walk.writer.change(fn)
+
+
+def _held(outcome: Outcome) -> bool:
+    """An outcome the job's walk gave because it was stopped: what it means
+    depends on why the job ended (our Ctrl-C, or Slurm's reasons)."""
+    return outcome.status is Status.INTERRUPTED or outcome.reason is Reason.NOT_STARTED
+
+
+def lead(graph, job: SlurmJob) -> str:
+    """The step a job's own messages go to: its first that is not a
+    provision (an environment's step is shared by several jobs)."""
+    return next((a for a in job.steps if graph.steps[a].kind != "provision"), job.steps[0])
+
+
+def _here(value, memo: dict):
+    """A payload value with Slurm hosts made this machine (inside the
+    allocation the node is the local host)."""
+    from specdsl.model import config
+
+    if isinstance(value, config.Host) and value.slurm is not None:
+        return attrs.evolve(value, slurm=None)
+    if isinstance(value, config.Experiment) and value.host.slurm is not None:
+        key = id(value)
+        if key not in memo:
+            memo[key] = attrs.evolve(value, host=attrs.evolve(value.host, slurm=None))
+        return memo[key]
+    return value
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+__all__ = ["Action", "run_jobs"]

@@ -1,0 +1,119 @@
+"""The `slurm = { ... }` setting of a host block: its keys and their types,
+each problem at the span of the offending key or value.
+
+What the language can check alone is checked here (names, types, the
+shape of `gres` and `mem`); what only the cluster knows (the partition
+exists, the account may use it, a node offers the gres) is checked by the
+preflight before anything is submitted (`apply/slurm_preflight.py`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from specdsl.diag import Diagnostic, did_you_mean
+from specdsl.model import config
+from specdsl.model.values import INVALID, V, type_name
+
+GRES_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(:[A-Za-z0-9_.-]+)?(:[0-9]+)?$")
+MEM_RE = re.compile(r"^[0-9]+[KMGT]?$")
+
+DOCS = {
+    "partition": "the partition jobs go to (default: the cluster's default)",
+    "account": "the account jobs are charged to",
+    "gres": 'generic resources per job, `"gpu:8"` or `"gpu:h200:8"`',
+    "time": "the job's time limit, a duration (`30m`)",
+    "exclusive": "the job takes its node alone",
+    "cpus": "CPUs for the job's one task",
+    "mem": 'memory per node, `"64G"`',
+    "max_parallel": "the most jobs of this host at once (default 4)",
+    "workdir": "a folder this machine and the compute nodes share (job folders, environments)",
+    "sbatch_args": "more sbatch options, verbatim",
+}
+
+
+def slurm_settings(v: V, diags: list[Diagnostic], name: str) -> Any:
+    """Check a `slurm` map; a `config.Slurm`, or INVALID."""
+    if not isinstance(v.value, dict):
+        diags.append(Diagnostic.error(f"`{name}` must be a map, not {type_name(v.value)}", v.span,
+                                      'write `slurm = { partition = "gpu", gres = "gpu:8", time = 30m }`'))
+        return INVALID
+    keys = v.keys or {}
+    out: dict[str, Any] = {}
+    spans: dict[str, Any] = {}
+    ok = True
+    for key, item in v.value.items():
+        where = keys.get(key) or item.span
+        if key not in DOCS:
+            hint = did_you_mean(key, DOCS) or "slurm settings: " + ", ".join(sorted(DOCS))
+            diags.append(Diagnostic.error(f"Unknown slurm setting `{key}`", where, hint))
+            ok = False
+            continue
+        if item.value is INVALID:
+            ok = False
+            continue
+        value = _check(key, item, diags)
+        if value is INVALID:
+            ok = False
+            continue
+        out[key] = value
+        spans[key] = item.span
+    if not ok:
+        return INVALID
+    return config.Slurm(span=v.span, spans=tuple(sorted(spans.items())), **out)
+
+
+def _check(key: str, item: V, diags) -> Any:
+    from specdsl.validate import schema
+
+    x = item.value
+    label = f"slurm.{key}"
+    if key in ("partition", "account", "workdir"):
+        value = schema.string(item, diags, label)
+        if value is not INVALID and not value.strip():
+            return _err(diags, f"`{label}` is empty", item.span, "give a name, or leave the setting out")
+        if key == "workdir" and value is not INVALID and not value.startswith("/"):
+            return _err(diags, "`slurm.workdir` must be an absolute path", item.span,
+                        "the compute nodes resolve it too: write the shared folder's full path")
+        return value
+    if key == "gres":
+        value = schema.string(item, diags, label)
+        if value is not INVALID and not all(GRES_RE.match(part) for part in value.split(",")):
+            return _err(diags, f'`slurm.gres` "{value}" is not a gres specification', item.span,
+                        'write NAME[:TYPE][:COUNT], such as "gpu:8" or "gpu:h200:8"')
+        return value
+    if key == "mem":
+        if isinstance(x, (int, float)) and not isinstance(x, bool):
+            return _err(diags, "`slurm.mem` needs a unit", item.span, f'write it as Slurm does: "{x}G" or "{x}M"')
+        value = schema.string(item, diags, label)
+        if value is not INVALID and not MEM_RE.match(value):
+            return _err(diags, f'`slurm.mem` "{value}" is not a memory size', item.span, 'write "64G", "512M" or "0" (all)')
+        return value
+    if key == "time":
+        return schema.duration()(item, diags, label)
+    if key == "exclusive":
+        return schema.boolean(item, diags, label)
+    if key == "cpus":
+        return schema.integer(1)(item, diags, label)
+    if key == "max_parallel":
+        return schema.integer(1)(item, diags, label)
+    if key == "sbatch_args":
+        return schema.str_list(item, diags, label)
+    raise AssertionError(key)
+
+
+def _err(diags, summary, span, detail=""):
+    diags.append(Diagnostic.error(summary, span, detail))
+    return INVALID
+
+
+def check_experiment_on_slurm(exp: config.Experiment, diags: list[Diagnostic]) -> None:
+    """What a Slurm host cannot do: keep a server running after its job."""
+    if exp.host.slurm is None:
+        return
+    if exp.server.keep_running:
+        diags.append(Diagnostic.error(
+            "`keep_running` cannot hold on a Slurm host", exp.server.span,
+            f"host {exp.host.name} runs each chain as one Slurm job and its servers end with the job: "
+            "leave out keep_running, or run this server on a host without `slurm`"))

@@ -1,0 +1,98 @@
+"""Bad input against a real Slurm: each an error before anything is
+submitted, naming the setting and where the spec set it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apply_helpers import cli_env
+from cluster import RESTRICTED_ACCOUNT
+from slurm_helpers import job_folders, setup, spec_text
+
+
+def apply(cluster, folder: Path, env_extra=None) -> subprocess.CompletedProcess:
+    env = cli_env(**cluster.env(), **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", "m.spec", "--yes"], cwd=folder,
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def assert_refused(cluster, folder: Path, *needles: str, env_extra=None) -> str:
+    out = apply(cluster, folder, env_extra)
+    text = out.stdout + out.stderr
+    assert out.returncode == 5, text
+    for needle in needles:
+        assert needle in text, text
+    assert "skipped because preflight.cluster failed" in text
+    assert cluster.jobs() == [] and job_folders(folder) == []  # nothing submitted
+    return text
+
+
+def rewrite(folder: Path, old: str, new: str) -> None:
+    spec = folder / "m.spec"
+    text = spec.read_text()
+    assert old in text
+    spec.write_text(text.replace(old, new))
+
+
+def test_unknown_partition(fresh, tmp_path):
+    folder, _ = setup(tmp_path)
+    rewrite(folder, 'partition = "debug"', 'partition = "debgu"')
+    text = assert_refused(fresh, folder, 'slurm.partition: no partition "debgu" on this cluster', "did you mean `debug`?")
+    assert "m.spec:3:" in text  # the line that set it
+
+
+def test_account_the_partition_does_not_allow(fresh, tmp_path):
+    folder, _ = setup(tmp_path)
+    rewrite(folder, 'partition = "debug"', 'partition = "restricted", account = "nobody"')
+    assert_refused(fresh, folder, 'slurm.account: account "nobody" may not use partition "restricted"',
+                   f"(it allows {RESTRICTED_ACCOUNT})")
+
+
+def test_gres_the_cluster_lacks(fresh, tmp_path):
+    folder, _ = setup(tmp_path)
+    rewrite(folder, 'gres = "gpu:1"', 'gres = "gpu:16"')
+    assert_refused(fresh, folder, 'slurm.gres: no node of partition "debug" has "gpu:16"', "offer gpu:8")
+    rewrite(folder, 'gres = "gpu:16"', 'gres = "tpu:1"')
+    assert_refused(fresh, folder, 'slurm.gres: no node of partition "debug" has "tpu:1"')
+
+
+def test_sbatch_missing_from_path(fresh, tmp_path):
+    folder, _ = setup(tmp_path)
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for program in ("squeue", "scontrol", "sinfo", "scancel"):  # everything but sbatch
+        os.symlink(shutil.which(program), bare / program)
+    path = os.pathsep.join([str(bare), str(Path(sys.executable).parent), "/usr/bin/env-only-missing"])
+    assert_refused(fresh, folder, "sbatch is not in PATH here", env_extra={"PATH": path})
+
+
+def test_partition_with_its_node_down(fresh, tmp_path):
+    folder, _ = setup(tmp_path)
+    fresh.scontrol("update", "nodename=localhost", "state=down", "reason=specdsl-test")
+    assert_refused(fresh, folder, 'slurm.partition: no node of partition "debug" can run a job now (localhost down)')
+    fresh.resume()
+    out = apply(fresh, folder)
+    assert out.returncode == 0, out.stdout + out.stderr  # back up: the same spec applies
+
+
+@pytest.mark.parametrize("setting, message", [
+    ('partiton = "debug"', "Unknown slurm setting `partiton`"),
+    ('time = 30', "`slurm.time` needs a unit"),
+    ('gres = "gpu::8"', '`slurm.gres` "gpu::8" is not a gres specification'),
+    ('mem = 64', "`slurm.mem` needs a unit"),
+    ('max_parallel = 0', "`slurm.max_parallel` must be >= 1, not 0"),
+    ('workdir = "jobs"', "`slurm.workdir` must be an absolute path"),
+])
+def test_settings_the_language_rejects(tmp_path, setting, message):
+    spec = tmp_path / "m.spec"
+    spec.write_text(spec_text(tmp_path).replace('partition = "debug", gres = "gpu:1", time = 5m, max_parallel = 3', setting))
+    out = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "validate", str(spec)], capture_output=True, text=True,
+                         timeout=60, env=cli_env())
+    assert out.returncode == 1
+    assert f"m.spec:3:" in out.stderr and message in out.stderr, out.stderr
