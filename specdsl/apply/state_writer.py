@@ -201,5 +201,17 @@ def write_stack_lock(spec_dir: Path, track: str, experiment, env: dict | None, s
         doc["server"]["argv"] = secrets.redact_argv(server_argv, dict(stack.env) | dict(experiment.server.env))
     doc = secrets.redact_tree(doc)
     path = Path(spec_dir) / "stacks" / f"{track}.lock.toml"
+    # what this promotion replaced, so a candidate measured beside the
+    # track's configuration keeps that arm once it is the track (graph/track_arm)
+    try:
+        import tomllib
+
+        old = tomllib.loads(path.read_text())
+    except (OSError, ValueError):
+        old = None
+    if isinstance(old, dict) and old.get("run") != run_id:
+        doc["previous"] = {k: old[k] for k in ("experiment", "run", "promoted", "stack", "server", "resolved") if k in old}
+    elif isinstance(old, dict) and isinstance(old.get("previous"), dict):
+        doc["previous"] = old["previous"]
     private.write_text(path, "# written by specdsl when this stack was promoted; do not edit\n" + tomli_w.dumps(doc))
     return path

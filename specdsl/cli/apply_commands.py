@@ -95,8 +95,12 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
             again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
             error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
             return EXIT_CONFLICT
-        graph = build_graph(loaded.resolved.config)
+        graph = build_graph(loaded.resolved.config, spec_dir=Path(args.file).parent)
         plan = saved
+        from specdsl.cli.plan_commands import dataset_errors
+
+        if not dataset_errors(graph, plan, Path(args.file).parent):
+            return EXIT_ERROR
     else:
         graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
         if plan is None:
@@ -130,7 +134,9 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
 
         sys.stdout.write(render_apply_json(result, plan, state_dir))
     else:
-        print_result(result, plan)
+        from specdsl.cli.diagnose_commands import short_lines
+
+        print_result(result, plan, why=short_lines(loaded.resolved.config, graph, state_dir, args.file))
     if result.state_failure:
         print(result.state_failure + "\n" + _servers_left(), file=sys.stderr)
     return result.exit_code()

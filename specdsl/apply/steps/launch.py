@@ -12,6 +12,7 @@ from __future__ import annotations
 import attrs
 
 from specdsl import secrets, servers
+from specdsl.apply import gpus
 from specdsl.apply.context import StepContext, StepFailed, Walk
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, planned_reuse
@@ -57,6 +58,7 @@ class Launch:
         folder = ctx.new_run()
         there = host.run_folder(folder)
         server = localize(step.payload["server"], walk.spec_dir)
+        server = gpus.pin(walk, ctx.addr, host, step.payload["host"], server, ctx.stop)  # its own GPUs, checked idle
         recorded: list[ServerRecord] = []
 
         def on_started(handle) -> None:
@@ -87,7 +89,8 @@ class Launch:
             walk.handles[ctx.addr] = handle
             walk.result.launches += 1
         record = attrs.evolve(recorded[0], status="ready")
-        run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", argv=handle.argv)
+        run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", argv=handle.argv,
+                                    effective=gpus.visible(walk, ctx.addr, step.payload["host"]))
         ctx.writer.step_done(step, run, lambda s: s.with_server(record))
         return completed(ctx, f"ready at {handle.base_url}", handle.log_path)
 
