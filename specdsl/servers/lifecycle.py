@@ -102,11 +102,15 @@ def launch(
     if on_started is not None:
         # The server is held at a gate until `on_started` (apply recording
         # it) returns: one that nothing has recorded never runs. The gate
-        # execs the server in place (same pid, same group) once `.go`
-        # exists, and exits if apply dies first (its parent changes).
+        # (a script in the run folder, so the log's first line stays one
+        # line ending in the server's own argv) execs the server in place
+        # (same pid, same group) once `.go` exists, and exits if apply dies
+        # first (its parent changes) or never opens it.
         host.remove_tree(go)
+        gate = run_dir / "gate.py"
+        host.write_text(gate, _GATE)
         parent = os.getpid() if host.key == "local" else 0  # elsewhere: whoever started it there
-        started = [env.python, "-c", _GATE, str(go), str(parent), str(_GATE_TIMEOUT_S), *argv]
+        started = [env.python, str(gate), str(go), str(parent), str(_GATE_TIMEOUT_S), *argv]
     try:
         proc = host.start(started, log_path=log_path, env=proc_env)
     except HostError as exc:

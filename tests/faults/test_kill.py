@@ -21,6 +21,7 @@ def kill_at_serial(folder, serial, *apply_args):
     finally:
         proc.kill()
         proc.communicate(timeout=30)
+    folder.killed = proc.returncode == -9  # (it may have ended on its own just before)
     return folder.state()
 
 
@@ -47,7 +48,8 @@ def test_kill_at_every_step_boundary(folder):
         before = run_ids(state)
     again = folder.run("apply", "f.spec", "--yes", "--rerun")
     assert again.returncode == 0, again.out
-    assert "broke a stale lock" in again.out  # the killed apply's lock: its holder is dead
+    if folder.killed:
+        assert "broke a stale lock" in again.out  # the killed apply's lock: its holder is dead
     state = folder.state()
     assert not state.servers and folder.groups_alive() == [], again.out
     assert before <= run_ids(state)
