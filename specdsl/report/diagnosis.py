@@ -1,0 +1,52 @@
+"""The diagnosis section: the differences between the arms that
+`specdsl.diagnose.compare(state, baseline_run, candidate_run)` ranks
+(category, key, baseline, candidate, silent_default, why, rank), silent
+defaults first. Drawn only when that package is installed: it is imported
+here, on first use, and its absence leaves the section out."""
+
+from __future__ import annotations
+
+import html
+
+from specdsl import secrets
+
+
+def _esc(value) -> str:
+    return html.escape(secrets.redact("" if value is None else str(value)), quote=True)
+
+
+def diagnosis_section(state, view) -> str:
+    """The section's HTML, "" when there is nothing to diagnose (no
+    baseline run, or no diagnose package)."""
+    try:
+        from specdsl.diagnose import compare  # type: ignore[import-not-found]
+    except ImportError:
+        return ""
+    base = view.base_run or view.run  # a paired benchmark holds both arms in one run
+    if view.run is None or base is None:
+        return ""
+    try:
+        diagnosis = compare(state, base, view.run)
+    except Exception as exc:  # a diagnosis that cannot be made must not lose the rest of the report
+        return f'<p class="note">The diagnosis could not be made: {_esc(exc)}</p>'
+    return render_differences(getattr(diagnosis, "differences", ()) or ())
+
+
+def render_differences(differences) -> str:
+    """A table of differences, by rank (silent defaults first at equal rank)."""
+    items = sorted(differences, key=lambda d: (getattr(d, "rank", 0), not getattr(d, "silent_default", False),
+                                               str(getattr(d, "category", "")), str(getattr(d, "key", ""))))
+    if not items:
+        return '<p class="note">No difference found between the arms.</p>'
+    rows = []
+    for d in items:
+        silent = getattr(d, "silent_default", False)
+        cls = ' class="fail"' if silent else ""
+        rows.append(
+            f'<tr{cls}><td class="num">{_esc(getattr(d, "rank", ""))}</td>'
+            f"<td>{_esc(getattr(d, 'category', ''))}</td><td><code>{_esc(getattr(d, 'key', ''))}</code></td>"
+            f"<td>{_esc(getattr(d, 'baseline', ''))}</td><td>{_esc(getattr(d, 'candidate', ''))}</td>"
+            f"<td>{'yes: the server chose it' if silent else ''}</td><td>{_esc(getattr(d, 'why', ''))}</td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("rank", "category", "key", "baseline", "candidate", "silent default", "why"))
+    return f'<table class="diagnosis"><tr>{head}</tr>\n' + "\n".join(rows) + "</table>"
