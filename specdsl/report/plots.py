@@ -136,8 +136,9 @@ def latency_plot(view) -> bytes | None:
         ax.set_title(LATENCY_TITLES[d], loc="left")
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("fraction of requests" if d != "itl" else "fraction of gaps")
-    axes[0][0].legend(loc="lower right", frameon=False, fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    fig.legend(handles, labels, loc="upper right", ncol=len(labels), frameon=False, fontsize=8)
     return _png(fig)
 
 
