@@ -103,7 +103,9 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
 
         sys.stdout.write(render_apply_json(result, plan, state_dir))
     else:
-        print_result(result, plan)
+        from specdsl.cli.diagnose_commands import short_lines
+
+        print_result(result, plan, why=short_lines(loaded.resolved.config, graph, state_dir, args.file))
     return result.exit_code()
 
 

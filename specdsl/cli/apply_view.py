@@ -80,16 +80,26 @@ class ConsoleHooks:
             self._status.stop()
 
 
-def print_result(result, plan, stream=None) -> None:
+def print_result(result, plan, stream=None, why=None) -> None:
+    """The closing summary. `why(experiment) -> lines`, when given, is the
+    short diagnosis printed under an experiment's first FAIL."""
     console = Console(file=stream or sys.stdout, highlight=False, soft_wrap=True)
     counts = result.counts()
     if result.verdicts:
         # one line per verdict, never wrapped: ratio, interval, n, threshold and method together
         console.print("\nChecks:")
+        explained: set[str] = set()
         for exp, v in result.verdicts:
             mark = _VERDICT_MARK.get(v.status, "[yellow]![/]")
             console.print(f"  {mark} ", end="")
             console.print(f"{exp}: {v.name}  {v.status.upper()}  {v.detail}", markup=False, soft_wrap=True)
+            if why is not None and v.status == "fail" and exp not in explained:
+                explained.add(exp)
+                lines = why(exp)
+                if lines:
+                    console.print(f"      why, against its baseline (ranked):", markup=False)
+                for line in lines:
+                    console.print(f"        {line}", markup=False, soft_wrap=True)
     for w in result.warnings:
         console.print(f"[yellow]warning:[/] {w}", markup=True)
     for o in result.outcomes:

@@ -16,7 +16,15 @@ import attrs
 
 ENGINES = ("sglang", "vllm", "transformers", "command")
 _FLAG_FILES = {"sglang": "sglang-v0.5.9-server-args.tsv", "vllm": "vllm-serve-args.tsv"}
-_PATTERN_FILES = {"sglang": "sglang-log-patterns.tsv", "vllm": "vllm-log-patterns.tsv"}
+# Log patterns per engine release, oldest first: (release, file). A server
+# of a version between two releases is read with the older one's set (the
+# lines of a release stay until a later release changes them); a version
+# older than the first, or unknown, with the nearest set (the first, or the
+# newest). The release the rows were read from is in each file's header.
+_PATTERN_SETS = {
+    "sglang": (("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv")),
+    "vllm": (("0.33.0", "vllm-log-patterns.tsv"),),
+}
 _TRANSFORMERS_HELP = "transformers-5.17-serve-help.txt"
 
 
@@ -123,12 +131,41 @@ def _transformers_flags() -> dict[str, FlagInfo]:
     return out
 
 
+def _release_key(version: str) -> tuple:
+    """`0.5.6` -> (0, 5, 6); a local or dev suffix (`0.5.9+cu130`, `0.5.6.post1`) is ignored."""
+    parts = []
+    for piece in re.split(r"[.+-]", version):
+        if not piece.isdigit():
+            break
+        parts.append(int(piece))
+    return tuple(parts)
+
+
+def pattern_set(engine: str, version: str | None = None) -> str:
+    """The name of the log-pattern set a server of `engine` at `version`
+    is read with (`sglang 0.5.6`); "" for an engine without patterns.
+    Unknown version: the newest set."""
+    sets = _PATTERN_SETS.get(engine, ())
+    if not sets:
+        return ""
+    chosen = sets[-1][0]
+    key = _release_key(version) if version else ()
+    if key:
+        older = [release for release, _ in sets if _release_key(release) <= key]
+        chosen = older[-1] if older else sets[0][0]
+    return f"{engine} {chosen}"
+
+
 @functools.cache
-def log_patterns(engine: str) -> tuple[LogPattern, ...]:
-    """The log patterns of `engine` (empty for engines without a table)."""
-    if engine not in _PATTERN_FILES:
+def log_patterns(engine: str, version: str | None = None) -> tuple[LogPattern, ...]:
+    """The log patterns of `engine` for a server at `version` (see
+    `pattern_set`; empty for engines without a table)."""
+    name = pattern_set(engine, version)
+    if not name:
         return ()
-    lines = [l for l in _read(_PATTERN_FILES[engine]).splitlines() if l and not l.startswith("#")]
+    release = name.split(" ", 1)[1]
+    file = dict(_PATTERN_SETS[engine])[release]
+    lines = [l for l in _read(file).splitlines() if l and not l.startswith("#")]
     out = []
     for line in lines[1:]:
         regex, meaning, source = (line.split("\t") + ["", ""])[:3]

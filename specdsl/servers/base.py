@@ -82,7 +82,12 @@ class Adapter:
     `cache_reset_hint` for a server that answers 404 there; `counters` and
     `gauges` map the client's vocabulary of server-side quantities
     (specdsl.bench.serverside) to the engine's Prometheus metrics at
-    `metrics_path`. `server_side()` gives them to the load generator."""
+    `metrics_path`. `server_side()` gives them to the load generator.
+
+    For diagnosis (specdsl.diagnose, docs/diagnose.md): `impact` maps the
+    effective keys known to move this engine's performance to why, in one
+    line; `impact_packages` the same for distributions (kernels, the engine
+    itself). A difference in one of them ranks above the others."""
 
     name = "command"
     distributions: tuple[str, ...] = ()
@@ -95,6 +100,8 @@ class Adapter:
     metrics_path: str = "/metrics"
     counters: Mapping[str, str] = {}
     gauges: Mapping[str, str] = {}
+    impact: Mapping[str, str] = {}
+    impact_packages: Mapping[str, str] = {}
 
     def server_side(self) -> ServerSide:
         """What the load generator may ask this engine's server beside its API."""

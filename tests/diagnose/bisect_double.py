@@ -1,0 +1,77 @@
+"""A test double of an OpenAI-compatible server (stdlib only) whose speed
+depends on how it was started: bisect's fast tests run real experiments
+against it in seconds.
+
+    python bisect_double.py PORT --causes JSON [--noise CV --seed N] [--NAME VALUE ...]
+
+Its markers are every `--NAME VALUE` flag after the options above (as
+`NAME=VALUE`) and every environment variable `BD_*` (as `env:NAME=VALUE`).
+`--causes` is a JSON list of groups of markers; the server runs at half
+speed when every marker of some group is present (a group of one: one
+cause; of two: two causes that act only together), else at 100 tok/s.
+`GET /speed` answers `{"tps": ...}` with a seeded Gaussian noise of CV
+`--noise` (seeded by `--seed` and the request count: reproducible);
+`/health` 200; POST answers a completion.
+"""
+
+import json
+import os
+import random
+import signal
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+PORT = int(sys.argv[1])
+OWN = {"--causes", "--noise", "--seed"}
+rest = sys.argv[2:]
+opts, markers = {}, set()
+i = 0
+while i < len(rest):
+    word = rest[i]
+    has_value = i + 1 < len(rest) and not rest[i + 1].startswith("--")
+    value = rest[i + 1] if has_value else "true"
+    if word in OWN:
+        opts[word] = value
+    elif word.startswith("--"):
+        markers.add(f"{word[2:]}={value}")
+    i += 2 if has_value else 1
+markers |= {f"env:{k}={v}" for k, v in os.environ.items() if k.startswith("BD_")}
+CAUSES = [set(group) for group in json.loads(opts.get("--causes", "[]"))]
+SLOW = any(group <= markers for group in CAUSES)
+NOISE = float(opts.get("--noise", 0.0))
+RNG = random.Random(int(opts.get("--seed", 0)) * 7919 + (1 if SLOW else 0))
+
+
+def speed() -> float:
+    value = 50.0 if SLOW else 100.0
+    return value * (1 + NOISE * RNG.gauss(0, 1)) if NOISE else value
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/health":
+            self._send(200, {})
+        elif self.path == "/speed":
+            self._send(200, {"tps": speed()})
+        else:
+            self._send(404, {})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self._send(200, {"choices": [{"text": " hi", "index": 0}]})
+
+
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+print(f"bisect double on {PORT}: markers {sorted(markers)}, slow={SLOW}", flush=True)
+ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()

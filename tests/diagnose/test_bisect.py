@@ -1,0 +1,155 @@
+"""bisect, fast: ddmin's shapes on pure answers, and the whole command
+against a stdlib server double whose speed depends on its flags and
+environment (real processes, real state, apply_plan), in seconds."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from specdsl.cli.main import main
+from specdsl.diagnose.ddmin import FAIL, PASS, UNRESOLVED, bound_for_one_cause, experiments_asked, minimize
+from specdsl.state import load_state
+
+HERE = Path(__file__).parent
+DOUBLE = str(HERE / "bisect_double.py")
+PROBE = str(HERE.parent / "apply" / "walk_probe.py")
+
+
+@pytest.mark.parametrize("n", range(1, 17))
+def test_one_cause_is_found_within_the_bound(n):
+    items = tuple(f"d{i}" for i in range(n))
+    for cause in items:
+        search = minimize(items, lambda s: FAIL if cause in s else PASS)
+        assert search.culprit == (cause,) and search.minimal and search.reproduced
+        assert experiments_asked(search) <= bound_for_one_cause(n)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_two_interacting_causes_are_found_together(n):
+    items = tuple(f"d{i}" for i in range(n))
+    for a, b in itertools.combinations(items, 2):
+        search = minimize(items, lambda s: FAIL if a in s and b in s else PASS)
+        assert set(search.culprit) == {a, b}
+
+
+def test_no_cause_and_undecided_answers():
+    items = ("a", "b", "c", "d")
+    search = minimize(items, lambda s: PASS)
+    assert not search.reproduced and search.culprit == () and len(search.tests) == 1
+    # an undecided experiment counts as not reproducing: the search still ends on the cause
+    search = minimize(items, lambda s: FAIL if "c" in s else (UNRESOLVED if "a" in s else PASS))
+    assert search.culprit == ("c",)
+
+
+def test_the_budget_ends_the_search_with_the_smallest_set_so_far():
+    items = tuple(f"d{i}" for i in range(8))
+    search = minimize(items, lambda s: FAIL if "d6" in s else PASS, budget=1)
+    assert experiments_asked(search) == 1 and not search.minimal
+    assert search.culprit == items  # the first half did not reproduce; nothing smaller is known yet
+
+
+def _spec(base_args: dict, cand_args: dict, cand_env: dict, causes, noise: float = 0.01) -> str:
+    def server(name, args, env):
+        argv = [sys.executable, DOUBLE, "{port}", "--causes", json.dumps(causes), "--noise", str(noise), "--seed", "3"]
+        items = ", ".join(json.dumps(a) for a in argv)
+        args_text = ", ".join(f"{k} = {json.dumps(v)}" for k, v in args.items())
+        env_text = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
+        return (f'server "{name}" {{\n  engine = "command"\n  model = "m"\n  command = [{items}]\n'
+                f'  args = {{ {args_text} }}\n  env = {{ {env_text} }}\n  ready_timeout = 30s\n}}\n')
+
+    probe = ", ".join(json.dumps(a) for a in [sys.executable, PROBE, "{base_url}"])
+    return ('host "a" {}\nstack "sys" {\n  python = "system"\n}\n' + server("b", base_args, {})
+            + server("c", cand_args, cand_env)
+            + f'workload "w" {{\n  command = [{probe}]\n  runs = 2\n  max_runs = 2\n  timeout = 60s\n'
+            '  metric "tps" { regex = "tps: ([0-9.]+)" }\n}\n'
+            + '''
+experiment "base" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.b
+  workload = workload.w
+}
+experiment "cand" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.c
+  workload = workload.w
+  baseline = experiment.base
+  assert "not slower" { tps >= baseline.tps * 0.9 }
+}
+''')
+
+
+@pytest.fixture(scope="module")
+def env_root(tmp_path_factory):
+    """One environment root for the module: the stack is built once, reused after."""
+    return tmp_path_factory.mktemp("envs")
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch, env_root):
+    monkeypatch.setenv("SPECDSL_ENV_ROOT", str(env_root))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _apply(folder: Path, text: str) -> int:
+    (folder / "b.spec").write_text(text)
+    return main(["apply", "b.spec", "--yes"])
+
+
+def test_bisect_names_the_one_cause_and_a_rerun_reuses_everything(folder, capsys):
+    cand_args = {"alpha": "1", "beta": "2", "gamma": "3"}
+    text = _spec({}, cand_args, {"BD_NOTE": "x"}, [["beta=2"]])
+    assert _apply(folder, text) == 3  # the candidate failed its check
+    out = capsys.readouterr().out
+    assert "server_args.beta: (unset) -> 2" in out  # the short diagnosis under the FAIL
+    assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "4 differences" in out and "one cause needs at most 3 experiments" in out
+    assert "Reproduces the regression: the cause:\n  server_args.beta: (unset) -> 2" in out
+    ran = int(out.split("Bisect of cand: ")[1].split(" experiments run")[0])
+    assert 1 <= ran <= 3
+    assert "Plan for b.spec" in out  # each experiment shown as a plan
+    assert "evidence: cand~bisect-" in out and "FAIL" in out
+    state = load_state(folder / ".specdsl")
+    assert any(r.experiment.startswith("cand~bisect-") for r in state.runs)  # recorded like any other
+    # run again (as after an interruption): every experiment's result is reused, none runs
+    assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "Bisect of cand: 0 experiments run" in out and "server_args.beta: (unset) -> 2" in out
+
+
+def test_bisect_finds_two_causes_that_act_together(folder, capsys):
+    # (the shapes of ddmin with more differences are the pure tests above: here, the real pipeline)
+    text = _spec({}, {"alpha": "1"}, {"BD_MODE": "fast"}, [["alpha=1", "env:BD_MODE=fast"]])
+    assert _apply(folder, text) == 3
+    capsys.readouterr()
+    assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "the 2 differences that cause it together" in out
+    found = out.split("cause it together:")[1]
+    assert "env.BD_MODE: (unset) -> fast" in found and "server_args.alpha: (unset) -> 1" in found
+    assert "Bisect of cand: 2 experiments run" in out  # each alone, neither reproduces
+
+
+def test_bisect_of_a_candidate_that_did_not_fail_runs_nothing(folder, capsys):
+    text = _spec({}, {"alpha": "1"}, {}, [])
+    assert _apply(folder, text) == 0
+    runs = len(load_state(folder / ".specdsl").runs)
+    capsys.readouterr()
+    assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
+    assert "cand did not fail" in capsys.readouterr().out
+    assert len(load_state(folder / ".specdsl").runs) == runs
+
+
+def test_bisect_before_apply_says_what_to_run(folder, capsys):
+    (folder / "b.spec").write_text(_spec({}, {"alpha": "1"}, {}, []))
+    assert main(["bisect", "cand", "b.spec", "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert "no recorded results" in err and "specdsl apply b.spec --target cand" in err
