@@ -5,11 +5,13 @@ matrix experiment's cells or a track (docs/report.md).
 NAME is an experiment (`cand`), a matrix experiment (`grid`: a summary of
 its cells) or a track (`t`); `experiment.NAME` or `track.NAME` when one
 name is both. The state is found as `history` finds it: `--state DIR`,
-else `.specdsl` beside the spec FILE, else `./.specdsl`. Nothing is run and
-state is only read. Exit 0 when the page is written (a failed apply's page
+else `.specdsl` beside the spec FILE, else `./.specdsl`. With FILE the spec
+is resolved too (`-var`, `--var-file`), so the diagnosis knows what each arm
+declared; the page itself is what state recorded. Nothing is run and state
+is only read. Exit 0 when the page is written (a failed apply's page
 shows what failed and why); 1 for an unknown name, an experiment with
-nothing recorded to show, no state there, or an output that cannot be
-written; 6 for a conflict reading the state.
+nothing recorded to show, no state there, or a spec that does not
+resolve, or an output that cannot be written; 6 for a conflict reading the state.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from pathlib import Path
 
 from specdsl import private
+from specdsl.cli.lang_commands import add_var_args
 from specdsl.state import StateError, load_state, state_path
 from specdsl.state.commands import locate_state
 
@@ -31,6 +34,7 @@ def add_parsers(sub) -> None:
     p.add_argument("file", metavar="FILE", nargs="?", help="the spec whose state to read: the .specdsl folder beside it")
     p.add_argument("-o", "--output", metavar="OUT", required=True, help="the HTML file to write")
     p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside FILE; without FILE, ./.specdsl)")
+    add_var_args(p)
     p.set_defaults(handler=cmd_report)
 
 
@@ -42,6 +46,14 @@ def cmd_report(args) -> int:
     except StateError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
+    cfg = None
+    if args.file:
+        from specdsl.cli.common import load_spec
+
+        loaded = load_spec(args)  # prints its diagnostics
+        if loaded is None:
+            return EXIT_ERROR
+        cfg = loaded.resolved.config
     from specdsl.report import NotFound, gather, render
 
     where = state_path(state_dir)
@@ -51,7 +63,7 @@ def cmd_report(args) -> int:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     about = f"state {where} (serial {state.serial}, lineage {state.lineage})"
-    text = render(view, about, state)
+    text = render(view, about, state, state_dir, cfg)
     out = Path(args.output)
     try:
         private.write_text(out, text)

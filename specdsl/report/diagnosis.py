@@ -1,8 +1,8 @@
 """The diagnosis section: the differences between the arms that
-`specdsl.diagnose.compare(state, baseline_run, candidate_run)` ranks
-(category, key, baseline, candidate, silent_default, why, rank), silent
-defaults first. Drawn only when that package is installed: it is imported
-here, on first use, and its absence leaves the section out."""
+`specdsl.diagnose.compare(state, baseline_run, candidate_run, state_dir=...)`
+ranks (category, key, baseline, candidate, silent_default, why, rank),
+best-ranked first, and the notes of what it could not read. It is imported
+here, on first use; without that package the section is left out."""
 
 from __future__ import annotations
 
@@ -12,24 +12,32 @@ from specdsl import secrets
 
 
 def _esc(value) -> str:
-    return html.escape(secrets.redact("" if value is None else str(value)), quote=True)
+    return html.escape(secrets.redact("(absent)" if value is None else str(value)), quote=True)
 
 
-def diagnosis_section(state, view) -> str:
+def diagnosis_section(state, state_dir, view, cfg=None) -> str:
     """The section's HTML, "" when there is nothing to diagnose (no
-    baseline run, or no diagnose package)."""
+    baseline, no result, or no diagnose package). `cfg`: the resolved spec,
+    when given, so the diagnosis knows what each arm declared."""
     try:
-        from specdsl.diagnose import compare  # type: ignore[import-not-found]
+        from specdsl.diagnose import compare
     except ImportError:
         return ""
-    base = view.base_run or view.run  # a paired benchmark holds both arms in one run
-    if view.run is None or base is None:
+    if view.run is None or not view.baseline:
         return ""
+    base = view.base_run or view.run  # a paired benchmark holds both arms in one run
+    if view.base_run is None and not view.paired:
+        return ""
+    experiments = {}
+    if cfg is not None:
+        base_name = view.base_run.experiment if view.base_run is not None else view.baseline
+        experiments = {"baseline": cfg.experiment(base_name), "candidate": cfg.experiment(view.name)}
     try:
-        diagnosis = compare(state, base, view.run)
+        diagnosis = compare(state, base, view.run, state_dir=state_dir, labels=(view.baseline, view.name), **experiments)
     except Exception as exc:  # a diagnosis that cannot be made must not lose the rest of the report
         return f'<p class="note">The diagnosis could not be made: {_esc(exc)}</p>'
-    return render_differences(getattr(diagnosis, "differences", ()) or ())
+    notes = "".join(f'<p class="note">Note: {_esc(n)}</p>' for n in getattr(diagnosis, "notes", ()) or ())
+    return render_differences(getattr(diagnosis, "differences", ()) or ()) + notes
 
 
 def render_differences(differences) -> str:

@@ -72,18 +72,21 @@ def _page(title: str, where: str, body: list[str]) -> str:
             f"<h1>{esc(title)}</h1><div class=\"meta\">{esc(where)}</div>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def render(view, where: str, state=None) -> str:
-    """The page of a view from specdsl.report.gather.gather."""
+def render(view, where: str, state=None, state_dir=None, cfg=None) -> str:
+    """The page of a view from specdsl.report.gather.gather. With `state`
+    and `state_dir`, an experiment's page has the diagnosis of its arms
+    (`cfg`, the resolved spec, says what each declared)."""
+    context = (state, state_dir, cfg) if state is not None and state_dir is not None else None
     if isinstance(view, TrackView):
-        return _page(f"Track {view.name}", where, track_body(view, state))
+        return _page(f"Track {view.name}", where, track_body(view, context))
     if isinstance(view, SweepView):
         return _page(f"Sweep {view.name}: {len(view.cells)} cells", where, sweep_body(view))
-    return _page(f"Experiment {view.name}", where, experiment_body(view, state))
+    return _page(f"Experiment {view.name}", where, experiment_body(view, context))
 
 
 # -- an experiment -------------------------------------------------------------
 
-def experiment_body(v: ExperimentView, state=None, level: str = "h2") -> list[str]:
+def experiment_body(v: ExperimentView, context=None, level: str = "h2") -> list[str]:
     out = [f"<p>{summary_line(v)}</p>"]
     if v.failures:
         out.append(f"<{level}>What failed</{level}>")
@@ -117,7 +120,7 @@ def experiment_body(v: ExperimentView, state=None, level: str = "h2") -> list[st
                              [[td(d.section), td(d.key), td(d.baseline), td(d.candidate)] for d in v.differences]))
         else:
             out.append('<p class="note">No difference recorded between the arms\' stacks, server configurations and effective configurations.</p>')
-    section = diagnosis_section(state, v) if state is not None else ""
+    section = diagnosis_section(context[0], context[1], v, context[2]) if context is not None else ""
     if section:
         out.append(f"<{level}>Diagnosis</{level}>")
         out.append(section)
@@ -220,7 +223,7 @@ def sweep_body(v: SweepView) -> list[str]:
 
 # -- a track -------------------------------------------------------------------
 
-def track_body(v: TrackView, state=None) -> list[str]:
+def track_body(v: TrackView, context=None) -> list[str]:
     n = len(v.promotions)
     out = [f"<p>{n} promotion{'s' if n != 1 else ''}, oldest first; the headline metric is {esc(v.metric)}.</p>",
            "<h2>Promotions over time</h2>", img(plots.track_plot(v), f"{v.metric} of each promotion", "track")]
@@ -240,7 +243,7 @@ def track_body(v: TrackView, state=None) -> list[str]:
                        + table(["package", "version"], [[td(k), td(val)] for k, val in packages]) + "</details>")
     if v.latest is not None:
         out.append(f"<h2>The latest promotion: experiment {esc(v.latest.name)}</h2>")
-        out += experiment_body(v.latest, state, level="h3")
+        out += experiment_body(v.latest, context, level="h3")
     return out
 
 

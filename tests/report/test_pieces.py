@@ -90,26 +90,28 @@ def test_differences_are_drawn_by_rank_with_silent_defaults_marked_and_escaped()
 class _View:
     def __init__(self, run, base_run=None):
         self.run, self.base_run = run, base_run
+        self.name, self.baseline, self.paired = "cand", "base", base_run is None
 
 
 def test_the_section_is_left_out_without_the_package_and_drawn_with_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "specdsl.diagnose", None)  # absent: importing it raises ImportError
-    assert diagnosis.diagnosis_section(object(), _View("cand-run", "base-run")) == ""
+    assert diagnosis.diagnosis_section(object(), "sd", _View("cand-run", "base-run")) == ""
     calls = []
 
-    def compare(state, baseline_run, candidate_run):
-        calls.append((baseline_run, candidate_run))
-        return types.SimpleNamespace(differences=list(DIFFS))
+    def compare(state, baseline_run, candidate_run, *, state_dir, labels, **experiments):
+        calls.append((baseline_run, candidate_run, state_dir, labels))
+        return types.SimpleNamespace(differences=list(DIFFS), notes=["no log recorded"])
 
     monkeypatch.setitem(sys.modules, "specdsl.diagnose", types.SimpleNamespace(compare=compare))
-    page = diagnosis.diagnosis_section(object(), _View("cand-run", "base-run"))
-    assert calls == [("base-run", "cand-run")] and page.count("<tr") == 4
+    page = diagnosis.diagnosis_section(object(), "sd", _View("cand-run", "base-run"))
+    assert calls == [("base-run", "cand-run", "sd", ("base", "cand"))] and page.count("<tr") == 4
+    assert "Note: no log recorded" in page
     # a paired run holds both arms: it is passed as both
-    diagnosis.diagnosis_section(object(), _View("paired-run"))
-    assert calls[-1] == ("paired-run", "paired-run")
+    diagnosis.diagnosis_section(object(), "sd", _View("paired-run"))
+    assert calls[-1][:2] == ("paired-run", "paired-run")
 
-    def broken(state, baseline_run, candidate_run):
+    def broken(state, baseline_run, candidate_run, **kw):
         raise RuntimeError("no effective configuration recorded")
 
     monkeypatch.setitem(sys.modules, "specdsl.diagnose", types.SimpleNamespace(compare=broken))
-    assert "could not be made: no effective configuration recorded" in diagnosis.diagnosis_section(object(), _View("r"))
+    assert "could not be made: no effective configuration recorded" in diagnosis.diagnosis_section(object(), "sd", _View("r"))

@@ -45,7 +45,7 @@ workload "w" {{
   output_len  = 16
   requests    = 8
   concurrency = 4
-  runs        = 3
+  runs        = 2
 }}
 experiment "base" {{
   host     = host.a
@@ -75,7 +75,7 @@ experiment "grid" {{
 
 
 def spec(fast_itl: float) -> str:
-    return SPEC.format(servers=server("slow", 30, 6) + server("fast", 15, fast_itl))
+    return SPEC.format(servers=server("slow", 30, 6) + server("fast", 15, fast_itl, '  env = { REPORT_ARM = "fast" }\n'))
 
 
 def apply(folder: Path, text: str, env_root: Path) -> subprocess.CompletedProcess:
@@ -86,11 +86,15 @@ def apply(folder: Path, text: str, env_root: Path) -> subprocess.CompletedProces
 
 
 @pytest.fixture(scope="module")
-def applied(tmp_path_factory):
+def envs(tmp_path_factory):
+    return tmp_path_factory.mktemp("envs")
+
+
+@pytest.fixture(scope="module")
+def applied(tmp_path_factory, envs):
     """A state of two real applies: cand promoted to track t, then a faster
     cand promoted again; and the grid's three cells."""
     folder = tmp_path_factory.mktemp("applied")
-    envs = tmp_path_factory.mktemp("envs")
     for itl in (3, 2):
         done = apply(folder, spec(itl), envs)
         assert done.returncode == 0, done.stdout + done.stderr
@@ -236,6 +240,9 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     assert "ITL (ms)" in page and "E2E latency (ms)" in page
     # the stack and server difference: the flag that differs
     assert re.search(r"<td>server</td><td>command</td>.*--itl-ms.*6.*--itl-ms.*2", page)
+    # the diagnosis (specdsl.diagnose) ranks what differs: here the server's environment
+    diagnosis = page[page.index("<h2>Diagnosis</h2>"):]
+    assert re.search(r"<td>env</td><td><code>REPORT_ARM</code></td><td>\(absent\)</td><td>fast</td>", diagnosis), diagnosis[:2000]
     plots = embedded_plots(page)
     assert sorted(plots) == ["intervals", "latency", "runs"]
     shot = check_in_browser(out, plots, 2800)
@@ -277,8 +284,7 @@ def test_a_sweep_report_is_one_summary_and_a_few_plots(applied, tmp_path):
     check_in_browser(out, plots, 1600)
 
 
-def test_a_failed_apply_shows_what_failed_and_why(tmp_path, applied):
-    envs = tmp_path / "envs"
+def test_a_failed_apply_shows_what_failed_and_why(tmp_path, envs):
     argv = [sys.executable, FAILING, "{port}", "--speed", "1", "--life", str(tmp_path / "life"), "--fail-start"]
     broken = 'server "fast" {\n  engine = "command"\n  model = "m"\n  command = [' + ", ".join(f'"{a}"' for a in argv) + "]\n}\n"
     text = SPEC.format(servers=server("slow", 30, 6) + broken).split('experiment "grid"')[0]
