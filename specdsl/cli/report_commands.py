@@ -46,6 +46,12 @@ def cmd_report(args) -> int:
     except StateError as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
+    try:
+        import matplotlib  # noqa: F401  (the plots; checked before any work)
+    except ImportError:
+        print("specdsl: error: `specdsl report` draws its plots with matplotlib, which is not installed here; "
+              "install it (`pip install matplotlib`, or carry its wheels to a host without a registry)", file=sys.stderr)
+        return EXIT_ERROR
     cfg = None
     if args.file:
         from specdsl.cli.common import load_spec

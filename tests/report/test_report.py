@@ -320,3 +320,10 @@ def test_bad_names_and_no_results_are_clear_errors_and_write_nothing(applied, tm
     assert "No results of experiment `idle` recorded: its benchmark has not run (recorded steps: provision.sys)" in err
     code, _, err = report(tmp_path, "idle", "--state", str(tmp_path / "nowhere"), "-o", str(out))
     assert code == 1 and "No such state folder" in err and not out.exists()
+
+
+def test_without_matplotlib_the_error_says_what_to_install(applied, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # not installed: importing it raises ImportError
+    out = tmp_path / "x.html"
+    code, _, err = report(applied, "cand", "walk.spec", "-o", str(out))
+    assert code == 1 and "draws its plots with matplotlib, which is not installed here" in err and not out.exists()
