@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -27,7 +26,8 @@ from specdsl.apply.results import document_of, effective_of
 from specdsl.diag import did_you_mean
 from specdsl.model.assert_shape import noise_key, shape_of
 from specdsl.report import verdicts as vlines
-from specdsl.state import Environment, RunRecord, State
+from specdsl.report.differences import Difference, differences_of
+from specdsl.state import RunRecord, State
 from specdsl.state.promotions import verdict_detail, verdict_status
 
 LATENCIES = ("ttft", "itl", "e2el")
@@ -67,14 +67,6 @@ class Arm:
     letter: str
     experiment: str
     samples: dict[str, tuple[float, ...]]  # ttft, itl, e2el in ms, every measured request of the arm
-
-
-@attrs.frozen
-class Difference:
-    section: str  # "stack", "server", "effective"
-    key: str
-    baseline: str
-    candidate: str
 
 
 @attrs.frozen
@@ -221,7 +213,7 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
         if base_run is not None:
             notes.append("the baseline was not measured alongside: its runs come first, drift between the arms is not controlled")
 
-    differences = _differences(ix, name, bench_content, doc, run, base_run, baseline)
+    differences = differences_of(ix, name, bench_content, doc, run, base_run)
     return ExperimentView(name, run, paired, baseline, base_run, metric, tuple(runs), tuple(arms),
                           tuple(verdict_list), tuple(differences), tuple(failures_of(ix, name)), tuple(notes))
 
@@ -312,72 +304,6 @@ def headline(verdicts, have: set[str]) -> str:
         if v.metric and v.metric in have:
             return v.metric
     return next((m for m in HEADLINES if m in have), sorted(have)[0] if have else "output_throughput")
-
-
-def _flat(value: Any, prefix: str = "") -> dict[str, str]:
-    import json
-
-    if isinstance(value, dict):
-        out: dict[str, str] = {}
-        for k, v in value.items():
-            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if value is None:
-        return {}
-    return {prefix: value if isinstance(value, str) else json.dumps(value)}
-
-
-def _diff(section: str, a: dict[str, str], b: dict[str, str]) -> list[Difference]:
-    out = []
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            out.append(Difference(section, key, a.get(key, "(absent)"), b.get(key, "(absent)")))
-    return out
-
-
-def _arm_config(ix: Index, experiment: str, content: dict | None = None) -> tuple[str, dict] | None:
-    """(provision identity, server configuration) of an experiment's own
-    benchmark (read from its recorded launch step)."""
-    content = content if content is not None else ix.content(f"benchmark.{experiment}")
-    launch = ix.launches.get(content.get("launch", ""))
-    if launch is None:
-        return None
-    c = launch.content_dict()
-    return str(c.get("provision", "")), dict(c.get("server", {}))
-
-
-def _env_flat(env: Environment | None) -> dict[str, str]:
-    if env is None:
-        return {}
-    out = {"python": env.python_version}
-    out.update({f"packages.{k}": v for k, v in env.packages})
-    out.update({f"torch.{k}": v for k, v in env.torch})
-    if env.nvcc:
-        out["nvcc"] = env.nvcc
-    return out
-
-
-def _differences(ix: Index, name, content, doc, run, base_run, baseline) -> list[Difference]:
-    arms = content.get("arms") if isinstance(content.get("arms"), dict) else None
-    if arms:
-        a = (str(arms["baseline"].get("provision", "")), dict(arms["baseline"].get("server", {})))
-        b = (str(arms["candidate"].get("provision", "")), dict(arms["candidate"].get("server", {})))
-    else:
-        b = _arm_config(ix, name, content)
-        a = _arm_config(ix, base_run.experiment) if base_run is not None else None
-    out: list[Difference] = []
-    if a is not None and b is not None:
-        env_a, env_b = ix.state.environment(a[0]), ix.state.environment(b[0])
-        if a[0] != b[0] and (env_a is None or env_b is None):
-            out.append(Difference("stack", "environment", a[0][:12] if env_a else "(not recorded)", b[0][:12] if env_b else "(not recorded)"))
-        out += _diff("stack", _env_flat(env_a), _env_flat(env_b))
-        out += _diff("server", _flat(a[1]), _flat(b[1]))
-    if doc and doc.get("pairs"):
-        eff = doc.get("effective", {})
-        out += _diff("effective", _flat(eff.get("A", {})), _flat(eff.get("B", {})))
-    elif base_run is not None and run is not None:
-        out += _diff("effective", _flat(effective_of(base_run)), _flat(effective_of(run)))
-    return out
 
 
 def failures_of(ix: Index, name: str) -> list[Failure]:
