@@ -47,8 +47,14 @@ def apply_plan(
     own_registry = registry is None
     registry = registry or HostRegistry()
     graph = order_rivals(graph)  # the promote steps of one track decide knowing each other's verdicts
-    walk = Walk(plan, graph, StateWriter(Path(state_dir).resolve(), state or State.new(), lock), registry, Path(spec_dir),
-                hooks or QuietHooks(), stop or threading.Event(), dict(variables or {}))
+    stop = stop or threading.Event()
+    # a state that cannot be written stops the walk (see StateWriter)
+    def on_failure() -> bool:
+        stopped, _ = not stop.is_set(), stop.set()
+        return stopped
+
+    writer = StateWriter(Path(state_dir).resolve(), state or State.new(), lock, on_failure=on_failure)
+    walk = Walk(plan, graph, writer, registry, Path(spec_dir), hooks or QuietHooks(), stop, dict(variables or {}))
     try:
         Scheduler(walk, HANDLERS, workers=workers).run()
     finally:
@@ -59,5 +65,8 @@ def apply_plan(
         if own_registry:
             registry.close()
     if walk.stop.is_set():
-        walk.result.interrupted = True
+        walk.result.interrupted = not writer.stopped_walk  # stopped by the state, not by a signal
+    if writer.failure is not None:
+        writer.flush()
+        walk.result.state_failure = writer.report()
     return walk.result

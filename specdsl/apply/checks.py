@@ -21,7 +21,7 @@ import attrs
 
 from specdsl import stats
 from specdsl.model import ast
-from specdsl.model.metrics import DISTRIBUTIONS
+from specdsl.model.metrics import DISTRIBUTIONS, SERVER_METRICS
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
@@ -86,6 +86,9 @@ def _values(results: Results | None, name: str, who: str) -> list[float]:
         xs = list(results.samples.get(name, ()))
     else:
         xs = [r[name] for r in results.runs if name in r]
+    if not xs and name in SERVER_METRICS:
+        raise _Missing(f"the server of {who} did not export `{name}`: its /metrics was absent or had no counters for it "
+                       "(each run's `server.metrics` in result.json says which)")
     if not xs:
         raise _Missing(f"{who} recorded no `{name}` values")
     return xs

@@ -67,6 +67,10 @@ class Walk:
     envs: dict[str, Any] = attrs.Factory(dict)  # provision addr -> provision.EnvInfo
     handles: dict[str, Any] = attrs.Factory(dict)  # launch addr -> servers.ServerHandle (up now)
     verdicts: dict[str, Any] = attrs.Factory(dict)  # check addr -> checks.Verdict
+    # GPUs (specdsl.apply.gpus): session opener addr -> the device ids the
+    # scheduler gave it; machine key -> ids that servers of earlier applies hold
+    gpus: dict[str, tuple[int, ...]] = attrs.Factory(dict)
+    gpus_held: dict[str, frozenset] = attrs.Factory(dict)
     mutex: threading.Lock = attrs.Factory(threading.Lock)
     _changes: dict[str, Change] = attrs.Factory(dict)
     _benchmarks: dict[str, list[str]] = attrs.Factory(dict)

@@ -5,8 +5,10 @@ An assertion is read by its shape:
   (`output_throughput >= baseline.output_throughput * 1.03`,
   `p99(itl) <= p99(baseline.itl) * 1.10`). Paired (both arms measured here,
   ABBA): each pair's two block values give a log ratio; a one-sided paired t
-  interval decides (specdsl.verdict). Not paired (the baseline ran on
-  another machine, or is a track's recorded result): the baseline's value is
+  interval decides (specdsl.verdict); a track baseline is paired too, its
+  promoted configuration rebuilt from the stack lock (graph/track_arm). Not
+  paired (the baseline ran on another machine, or `baseline_mode =
+  "recorded"` reads a track's recorded result): the baseline's value is
   taken as a constant and the candidate's per-run values decide, and the
   verdict says that drift between the two is not controlled (and, for a
   track, how old the baseline is).
@@ -15,7 +17,10 @@ An assertion is read by its shape:
 - anything else (`effective.*`, `var.*`, boolean logic): exact.
 Ratio and absolute assertions are *gating*: those of one experiment are
 corrected together (Holm), each decided at its Holm level; with adaptive
-pairs, at the look's level of the sequential schedule.
+pairs, at the look's level of the sequential schedule. A gating assertion
+on a result with a client-bound run is ERROR (the client, not the server,
+may have set the numbers); a run far from the others of its arm is named in
+the detail (specdsl.verdict.outliers).
 """
 
 from __future__ import annotations
@@ -41,6 +46,18 @@ class Measured:
     pairs: tuple[tuple[Results, Results], ...] = ()  # (baseline block, candidate block) per complete pair
     candidate_runs: tuple[Results, ...] = ()  # one Results per run, when not paired
     baseline_note: str = ""  # for a baseline not measured alongside
+    baseline_missing: str = ""  # why there is no baseline to compare with (the ERROR's detail)
+    client_bound: str = ""  # a run the client may have limited (specdsl.bench.monitor): no gating verdict on it
+
+
+def client_bound_of(*docs: dict | None) -> str:
+    """The first `client-bound: ...` warning of the runs of result documents, as `run N: ...`, or ''."""
+    for doc in docs:
+        for run in (doc or {}).get("runs", ()):
+            for w in run.get("warnings", ()):
+                if str(w).startswith("client-bound:"):
+                    return f"run {run.get('index', '?')}: {w}"
+    return ""
 
 
 def blocks_of(doc: dict, effective: dict) -> tuple[Results, Results, tuple[tuple[Results, Results], ...]]:
@@ -75,6 +92,9 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
     shape = shape_of(expr)
     if shape.kind == "exact":
         return checks.check(name, expr, measured.mine, measured.baseline, env)
+    if measured.client_bound:
+        return checks.Verdict(name, "error", f"not decided: the client may have limited the numbers ({measured.client_bound})",
+                              gating=True)
     try:
         if shape.kind == "ratio":
             k = _constant(shape.k, env) if shape.k is not None else 1.0
@@ -84,24 +104,34 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                     d = v.sequential_decision(pairs, shape.op, k, schedule, alpha=alpha)
                 else:
                     d = v.ratio_decision(pairs, shape.op, k, alpha=alpha)
-                return _verdict(name, d, gating=True, note=_needed(pairs, d, k))
+                labels = [f"pair {i}" for i in range(len(pairs))]
+                flagged = _joined(v.describe_outliers([a for a, _ in pairs], "arm A (the baseline)", labels),
+                                  v.describe_outliers([b for _, b in pairs], "arm B (the candidate)", labels))
+                return _verdict(name, d, gating=True, note=_joined(_needed(pairs, d, k), flagged))
             if measured.baseline is None:
-                return checks.Verdict(name, "error", "the baseline has no results", gating=True)
+                return checks.Verdict(name, "error", measured.baseline_missing or "the baseline has no results", gating=True)
             base = _value(shape.baseline, None, measured.baseline, env)
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
             d = v.absolute_decision(values, shape.op, base * k, alpha=alpha)
             note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
-            return _verdict(name, d, gating=True, note=f"baseline value {base:.4g} x {k:g}; {note}")
+            return _verdict(name, d, gating=True,
+                            note=_joined(f"baseline value {base:.4g} x {k:g}; {note}", v.describe_outliers(values, "the candidate's runs")))
         threshold = _constant(shape.k, env)
         if measured.pairs:
             values = [_value(shape.candidate, b, None, env) for _a, b in measured.pairs]
+            flagged = v.describe_outliers(values, "the candidate's blocks", [f"pair {i}" for i in range(len(values))])
         else:
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
-        return _verdict(name, v.absolute_decision(values, shape.op, threshold, alpha=alpha), gating=True)
+            flagged = v.describe_outliers(values, "the candidate's runs")
+        return _verdict(name, v.absolute_decision(values, shape.op, threshold, alpha=alpha), gating=True, note=flagged)
     except checks.Missing as exc:
         return checks.Verdict(name, "error", str(exc), gating=True)
     except (TypeError, ValueError, ZeroDivisionError) as exc:
         return checks.Verdict(name, "error", f"cannot compute: {exc}", gating=True)
+
+
+def _joined(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def _needed(pairs, d, k: float) -> str:

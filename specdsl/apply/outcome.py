@@ -80,6 +80,7 @@ class ApplyResult:
     launches: int = 0
     wall: float = 0.0
     busy: float = 0.0  # time when at least one step was running
+    state_failure: str = ""  # the state file could not be written: what is and is not recorded
 
     @property
     def overhead(self) -> float:
@@ -100,6 +101,8 @@ class ApplyResult:
     def exit_code(self) -> int:
         from specdsl.apply.checks import FAIL, INCONCLUSIVE
 
+        if self.state_failure:
+            return 5  # a step failed: recording its outcome
         if self.interrupted:
             return 130
         if any(o.status is Status.FAILED for o in self.outcomes):

@@ -9,6 +9,10 @@ notes); planning itself stays pure. `--no-refresh` uses
 A record names its host by physical key (`local`, `ssh:...`); records of
 earlier versions name a host block, which `names` maps to its declaration.
 A host this version cannot drive is not asked: its records are trusted.
+A host that cannot be reached (an ssh host down, a key refused) is not
+asked either: its records are trusted and a drift note says why. A server
+on a remote host is asked through a port forwarded for this refresh (the
+address state records is a forward of the apply that started it).
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ import requests
 
 from specdsl import provision
 from specdsl.hosts import HostError, HostRegistry, ProcessHandle
+from specdsl.hosts import host_key as host_key_of
 from specdsl.hosts.http import session
+from specdsl.model.config import Host as HostDecl
 from specdsl.plan.model import Refresh
 
 _LOCAL = None  # the declaration of this machine (a host block without ssh)
@@ -44,6 +50,13 @@ def _decl_of(recorded_host: str, names: dict[str, Any]):
         return _LOCAL
     if recorded_host in names:
         return names[recorded_host]
+    if recorded_host.startswith("ssh:"):
+        # a physical key: the spec's block for that target, else the target alone
+        target = recorded_host[len("ssh:"):]
+        for decl in names.values():
+            if getattr(decl, "ssh", None) == target:
+                return decl
+        return HostDecl(name=target, ssh=target)
     return "unknown"
 
 
@@ -55,38 +68,55 @@ def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] |
     environments the plan needs to their host's declaration: one that state
     does not record but its host holds (the cache is shared by every spec)
     counts as existing, so the plan says `=` and apply reuses it."""
+    own_registry = registry is None
     registry = registry or HostRegistry()
+    try:
+        return _refresh(state, registry, names or {}, wanted)
+    finally:
+        if own_registry:
+            registry.close()  # an ssh host's master connection ends with the refresh
+
+
+def _refresh(state, registry: HostRegistry, names: dict[str, Any], wanted: dict[str, Any] | None) -> Refresh:
     if state is None:
         from specdsl.state import State
 
         state = State.new()
-    names = names or {}
     envs, servers, drift = set(), set(), []
+    unreachable: dict[str, str] = {}
 
     def host_for(recorded: str):
         decl = _decl_of(recorded, names)
-        if isinstance(decl, str):
+        if isinstance(decl, str) or recorded in unreachable:
             return None
         try:
             return registry.get(decl)
-        except HostError:
+        except HostError as exc:
+            if recorded.startswith("ssh:") or getattr(decl, "ssh", None):
+                unreachable[recorded] = str(exc)  # could not connect: noted once
+                drift.append(f"{exc}: its records are taken as they are")
+            return None
+
+    def asked(recorded: str, question):
+        """The host's answer, or None when it cannot be reached (noted once)."""
+        try:
+            return question()
+        except HostError as exc:
+            unreachable[recorded] = str(exc)
+            drift.append(f"{exc}: its records are taken as they are")
             return None
 
     for env in state.environments:
         host = host_for(env.host)
-        if host is None:
-            envs.add(env.identity)  # a host not asked: trust state
-            continue
-        if host.exists(Path(env.python)):
-            envs.add(env.identity)
+        found = None if host is None else asked(env.host, lambda: host.exists(Path(env.python)))
+        if found is None or found:
+            envs.add(env.identity)  # found, or a host not asked: trust state
         else:
             drift.append(f"environment {env.identity[:12]} was recorded at {env.path}, is missing: will re-create if needed")
     for srv in state.servers:
         host = host_for(srv.host)
-        if host is None:
-            servers.add(srv.identity)
-            continue
-        if host.alive(ProcessHandle(srv.pid, srv.pgid, (), srv.log)) and server_answers(srv.base_url):
+        up = None if host is None else asked(srv.host, lambda: _server_up(host, srv))
+        if up is None or up:
             servers.add(srv.identity)
         else:
             drift.append(f"server {srv.addr} was recorded running (pid {srv.pid}, {srv.base_url}), does not answer: will relaunch if needed")
@@ -94,10 +124,23 @@ def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] |
     for identity, decl in sorted((wanted or {}).items()):
         if identity in recorded:
             continue
+        if host_key_of(decl) in unreachable:
+            continue
         try:
             host = registry.get(decl)
-        except HostError:
-            continue
-        if provision.find(host, identity) is not None:
-            envs.add(identity)
+            if provision.find(host, identity) is not None:
+                envs.add(identity)
+        except HostError as exc:
+            if host_key_of(decl) not in unreachable:
+                unreachable[host_key_of(decl)] = str(exc)
+                drift.append(f"{exc}: environments there are taken as missing")
     return Refresh(frozenset(envs), frozenset(servers), tuple(drift))
+
+
+def _server_up(host, srv) -> bool:
+    if not host.alive(ProcessHandle(srv.pid, srv.pgid, (), srv.log)):
+        return False
+    if host.key == "local":
+        return server_answers(srv.base_url)
+    here, port = host.reach(srv.port)
+    return server_answers(f"http://{here}:{port}")

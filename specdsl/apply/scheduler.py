@@ -5,10 +5,15 @@ It knows constraints, not step kinds:
 - a step starts once every step it depends on has finished (`deps`, and
   `after` ordering edges unless the handler calls them a preference);
 - a step that opens a *session* (a launch: a server and the steps that use
-  it) needs its session key free; the key (the physical host's GPUs) is
-  held until every member of the session has finished, so a host holds one
-  server at a time while independent work (provisioning the next stack,
-  checks of finished experiments) overlaps;
+  it) holds resources of its session key (the physical host) until every
+  member of the session has finished: on a host that declares GPUs, the
+  GPUs its server needs (`specdsl.apply.gpus.claim_of`), disjoint from
+  every other open session's, so servers that fit run side by side and the
+  rest queue; on a host without declared GPUs (or for a server that needs
+  them all, or none) the whole machine, one server at a time. Independent
+  work (provisioning the next stack, checks of finished experiments)
+  overlaps. A kept server (`keep_running`) holds its GPUs to the end of
+  the walk;
 - a handler may cap how many of its steps run at once (`max_parallel`),
   and steps that measure (`one_at_a_time`) never overlap within a session:
   two benchmarks never load one server at once;
@@ -29,6 +34,7 @@ import queue
 import time
 from typing import Any
 
+from specdsl.apply import gpus
 from specdsl.apply.context import StepContext, StepFailed, Walk
 from specdsl.apply.outcome import Outcome, Reason, Status, union_length
 from specdsl.hosts import Cancelled
@@ -41,7 +47,9 @@ class Scheduler:
     def __init__(self, walk: Walk, handlers: dict[str, Any], *, workers: int = 4) -> None:
         self.walk = walk
         self.handlers = handlers
-        self.workers = workers
+        # a thread per server that can run side by side (one per GPU of each
+        # machine at most), beside the `workers` for everything else
+        self.workers = workers + gpus.side_by_side(walk)
         graph = walk.graph
         self.steps = graph.steps
         order = graph.order()
@@ -49,8 +57,10 @@ class Scheduler:
         self.waiting: list[str] = [c.addr for c in walk.plan.changes if c.addr in self.steps]
         self.finished: dict[str, Outcome] = {}
         self.running: dict[str, float] = {}
-        self.sessions: dict[str, tuple[str, set[str]]] = {}  # key -> (opener, members not finished)
-        self.member_of: dict[str, str] = {}  # addr -> session key it belongs to (while open)
+        # opener -> (key, members not finished, GPUs held, whether it holds the whole machine)
+        self.sessions: dict[str, tuple[str, set[str], tuple[int, ...], bool]] = {}
+        self.member_of: dict[str, str] = {}  # addr -> the opener of the session it belongs to (while open)
+        self.kept: dict[str, set[int]] = {}  # key -> GPUs of kept servers whose sessions ended
         self.intervals: list[tuple[float, float]] = []
         self.done_q: queue.Queue = queue.Queue()
         for addr in self.waiting:
@@ -88,11 +98,30 @@ class Scheduler:
         key = self._key(addr)
         if key is None:
             return True
-        if key in self.sessions:
-            return False
         # sessions of one key open in rank order (a repeatable walk: the
-        # baseline's server first even when the candidate's stack is ready first)
-        return not any(self.rank[w] < self.rank[addr] and self._key(w) == key for w in self.waiting if w != addr)
+        # baseline's server first even when the candidate's stack is ready
+        # first; a server needing more GPUs than are free is not overtaken)
+        if any(self.rank[w] < self.rank[addr] and self._key(w) == key for w in self.waiting if w != addr):
+            return False
+        return self._grant(addr, key) is not None
+
+    def _grant(self, addr: str, key: str) -> tuple[tuple[int, ...], bool] | None:
+        """What a session opened by `addr` would hold now: (its GPUs, whether
+        it holds the whole machine), or None when it must wait."""
+        open_here = [(held, whole) for k, _m, held, whole in self.sessions.values() if k == key]
+        claim = self._claim(addr)
+        if claim is None or claim.exclusive:
+            if open_here or self.kept.get(key):
+                return None
+            return (claim.devices if claim is not None and claim.need else ()), True
+        if any(whole for _held, whole in open_here):
+            return None
+        taken = set(self.kept.get(key, ())).union(*(set(h) for h, _w in open_here))
+        free = [d for d in claim.devices if d not in taken]
+        return (tuple(free[:claim.need]), False) if len(free) >= claim.need else None
+
+    def _claim(self, addr: str):
+        return gpus.claim_of(self.walk, self.steps[addr])
 
     def _key(self, addr: str) -> str | None:
         handler = self._handler(addr)
@@ -102,19 +131,24 @@ class Scheduler:
         key = self._key(addr)
         if key is None:
             return
+        held, whole = self._grant(addr, key) or ((), True)
         members = {m for m in self._session_members(addr) | {addr} if m in self.walk.plan_addrs and m not in self.finished}
-        self.sessions[key] = (addr, members)
+        self.sessions[addr] = (key, members, held, whole)
         for m in members:
-            self.member_of[m] = key
+            self.member_of[m] = addr
+        with self.walk.mutex:
+            self.walk.gpus[addr] = held
 
     def _leave_session(self, addr: str) -> None:
-        key = self.member_of.pop(addr, None)
-        if key is None:
+        opener = self.member_of.pop(addr, None)
+        if opener is None:
             return
-        _opener, members = self.sessions[key]
+        key, members, held, _whole = self.sessions[opener]
         members.discard(addr)
         if not members:
-            del self.sessions[key]
+            del self.sessions[opener]
+            if held and opener in self.walk.handles:  # a kept server: still up on its GPUs
+                self.kept.setdefault(key, set()).update(held)
 
     # -- the loop -----------------------------------------------------------
     def run(self) -> None:
@@ -130,9 +164,10 @@ class Scheduler:
                     self._start_ready(pool)
                 if not self.running:
                     if self.waiting:  # nothing runs and nothing may start: a constraint that can never be met
+                        why = ("could not be scheduled: the GPUs it needs are held by servers kept running (keep_running)"
+                               if self.kept else "could not be scheduled: a step it waits for never finished")
                         for addr in list(self.waiting):
-                            self._finish(addr, Outcome(addr, self.steps[addr].kind, Status.FAILED, Reason.ERROR,
-                                                       "could not be scheduled: a step it waits for never finished"))
+                            self._finish(addr, Outcome(addr, self.steps[addr].kind, Status.FAILED, Reason.ERROR, why))
                     break
                 try:
                     addr, outcome = self.done_q.get(timeout=_POLL_S)

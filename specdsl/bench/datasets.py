@@ -397,3 +397,35 @@ class PromptSource:
             out["lengths_from"] = self._sharegpt.lengths_from
             out["output_len"] = self._sharegpt.output_len if self._sharegpt.output_len is not None else "each entry's gpt turn"
         return out
+
+
+def local_dataset(dataset: str, spec_dir: Path | str | None) -> str:
+    """`dataset` with a relative file path made relative to the spec's
+    folder (where the user wrote it), not to the current directory."""
+    if spec_dir is None or dataset == "random":
+        return dataset
+    for prefix in ("jsonl:", "sharegpt:", ""):
+        if dataset.startswith(prefix):
+            rest = dataset[len(prefix):]
+            path = jsonl_path(dataset) or sharegpt_path(dataset)
+            if path is not None and not path.is_absolute():
+                return prefix + str((Path(spec_dir) / rest).resolve())
+            return dataset
+    return dataset
+
+
+def check_dataset(workload: Any, spec_dir: Path | str | None = None) -> str | None:
+    """Why `workload`'s dataset file cannot be used (missing, empty,
+    malformed), read as the benchmark would read it, or None. Apply calls it
+    for every benchmark it will run before anything starts."""
+    if workload.command or workload.dataset == "random":
+        return None
+    try:
+        kind, path = dataset_kind(local_dataset(workload.dataset, spec_dir))
+        if kind == "jsonl":
+            _jsonl_prompts(path, 1, chat=workload.endpoint == "chat", output_len=workload.output_len, all_lines=True)
+        else:
+            ShareGPT(path, None, fixed_output_len(workload))
+    except BenchError as exc:
+        return str(exc)
+    return None

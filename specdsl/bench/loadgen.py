@@ -290,6 +290,8 @@ class _Bench:
         server_metrics, server_record = run_figures(self.server, before, after)
         metrics.update(server_metrics)
         warnings = client_warnings(client, metrics)
+        if status.startswith("unavailable"):  # a warning, not a failed run: the run has no server metrics
+            warnings.append(f"no server metrics: {status}")
         for warning in warnings:
             self.say(f"run {k + 1}/{w.runs}: {warning}")
         self.say(

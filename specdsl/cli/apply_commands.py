@@ -2,12 +2,28 @@
 
 Exit codes: 0 every check passed, 1 error before anything ran,
 3 a check failed, 4 a check was inconclusive, 5 a step failed while
-executing (what completed is recorded; re-apply resumes), 6 conflict (state
+executing (what completed is recorded; re-apply resumes), 5 also when the state file could not be written (disk full, read-only:
+the message says what is and is not recorded), 6 conflict (state
 locked, stale plan), 130 interrupted (servers stopped, state written).
+
+Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP (a closed terminal or SSH
+session) stop the walk: nothing new starts, running steps end as
+interrupted, servers are stopped, state is written. A second signal stops
+waiting: every server's process group is killed at once, and if apply has
+not ended `HURRY_EXIT_S` later it exits 130 there and then (state.toml is
+whole whenever that happens: every write is atomic). The handlers take no
+lock and print with a plain `os.write`: a signal that lands while the main
+thread draws progress cannot deadlock it.
+
+Before the walk, every server the state records is looked at (see
+`specdsl.apply.orphans`): one that is gone, frozen, or no longer in the
+spec is listed with the plan and stopped first (its record dropped only
+once its process group is gone).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -79,16 +95,27 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
             again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
             error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
             return EXIT_CONFLICT
-        graph = build_graph(loaded.resolved.config)
+        graph = build_graph(loaded.resolved.config, spec_dir=Path(args.file).parent)
         plan = saved
+        from specdsl.cli.plan_commands import dataset_errors
+
+        if not dataset_errors(graph, plan, Path(args.file).parent):
+            return EXIT_ERROR
     else:
         graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
         if plan is None:
             return EXIT_ERROR
+    from specdsl.apply.orphans import stale, survey
+    from specdsl.hosts import HostRegistry
+
+    registry = HostRegistry()
+    seen = survey(state, registry, _decls(graph), _launch_identities(graph))
     if not args.json:
         sys.stdout.write(render_text(plan))
+        _print_stale(stale(seen))
         sys.stdout.flush()
-    if saved is None and plan.has_changes and not args.yes:
+    live_stale = [s for s in stale(seen) if s.condition != "not running"]
+    if saved is None and (plan.has_changes or live_stale) and not args.yes:
         if not sys.stdin.isatty():
             error("apply changes things: confirm with --yes (stdin is not a terminal)")
             return EXIT_ERROR
@@ -96,8 +123,12 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         if answer != "yes":
             print("Apply cancelled.")
             return EXIT_ERROR
-    result = walk_with_console(plan, graph, state_dir=state_dir, state=state, lock=lock, spec_dir=Path(args.file).parent,
-                               variables=dict(loaded.resolved.config.variables))
+    try:
+        result = walk_with_console(plan, graph, state_dir=state_dir, state=state, lock=lock,
+                                   spec_dir=Path(args.file).parent, variables=dict(loaded.resolved.config.variables),
+                                   registry=registry, seen=seen)
+    finally:
+        registry.close()
     if args.json:
         from specdsl.cli.apply_json import render_apply_json
 
@@ -106,22 +137,144 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         from specdsl.cli.diagnose_commands import short_lines
 
         print_result(result, plan, why=short_lines(loaded.resolved.config, graph, state_dir, args.file))
+    if result.state_failure:
+        print(result.state_failure + "\n" + _servers_left(), file=sys.stderr)
     return result.exit_code()
 
 
-def walk_with_console(plan, graph, **kw):
-    """`apply_plan` with progress on the console and Ctrl-C / SIGTERM
-    turned into the walk's stop event (servers stopped, state written)."""
+def _servers_left() -> str:
+    from specdsl.servers import lifecycle
+
+    left = lifecycle.live()
+    if not left:
+        return "  servers: none left running (every server this apply started or reused was stopped)"
+    shown = ", ".join(f"pid {h.pid} (process group {h.pgid})" for _, h in left)
+    return f"  servers: still running: {shown}: stop them with `specdsl destroy` once the state can be written"
+
+
+def _decls(graph) -> dict:
+    """The host declarations of the graph's steps, by physical key."""
+    from specdsl.hosts import host_key
+
+    return {host_key(s.payload["host"]): s.payload["host"] for s in graph.steps.values() if s.payload.get("host")}
+
+
+def _launch_identities(graph) -> set[str]:
+    return {s.identity for s in graph.steps.values() if s.kind == "launch"}
+
+
+def _print_stale(items) -> None:
+    if not items:
+        return
+    print("\nServers recorded by an earlier apply, stopped (or their records dropped) before this one:")
+    for s in items:
+        print(f"  - {s.line()}\n      {s.why}")
+
+
+HURRY_EXIT_S = 20.0
+
+
+class _Signals:
+    """Turns signals into the walk's stop event, then into a hurry. Takes
+    no lock in the handler (see the module docstring)."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.count = 0
+        self.done = threading.Event()
+
+    def handle(self, signum, _frame=None) -> None:
+        self.count += 1
+        name = signal.Signals(signum).name
+        if self.count == 1:
+            self.stop.set()
+            _say(f"{name} received: finishing the running step, stopping servers, writing state "
+                 "(send it again to stop at once)")
+        elif self.count == 2:
+            _say(f"{name} again: stopping at once (killing every server's process group)")
+            threading.Thread(target=self._hurry, name="hurry", daemon=True).start()
+        else:
+            _say(f"{name}: already stopping at once")
+
+    def _hurry(self) -> None:
+        from specdsl.servers import lifecycle
+
+        for line in lifecycle.hurry():
+            _say(f"could not stop a server: {line}")
+        if not self.done.wait(HURRY_EXIT_S):
+            for line in lifecycle.hurry():
+                _say(f"could not stop a server: {line}")
+            _say(f"apply did not end {HURRY_EXIT_S:g}s after the second signal: exiting now "
+                 "(state.toml is as last written; re-apply resumes)")
+            os._exit(130)
+
+
+def _say(message: str) -> None:
+    try:
+        os.write(2, f"\n{message}\n".encode())
+    except OSError:  # the terminal is gone (SIGHUP)
+        pass
+
+
+class _SafeHooks:
+    """Progress that never takes the walk down: a console gone with its
+    terminal (SIGHUP) makes writes fail; the walk goes on without them."""
+
+    def __init__(self, hooks) -> None:
+        self.hooks = hooks
+
+    def __getattr__(self, name):
+        method = getattr(self.hooks, name)
+
+        def call(*args, **kw):
+            try:
+                return method(*args, **kw)
+            except (OSError, ValueError):  # ValueError: a closed stream
+                return None
+
+        return call
+
+
+def walk_with_console(plan, graph, *, registry=None, seen=None, **kw):
+    """`apply_plan` with progress on the console and Ctrl-C, SIGTERM and
+    SIGHUP turned into the walk's stop event (servers stopped, state
+    written); a second signal kills the servers at once. Recorded servers
+    that the walk will not reuse (`seen`, else surveyed here) are stopped
+    first."""
     from specdsl.apply import apply_plan
+    from specdsl.apply.orphans import stop_stale, survey
+    from specdsl.apply.outcome import ApplyResult
+    from specdsl.apply.state_writer import StateWriter
+    from specdsl.hosts import HostRegistry
+    from specdsl.servers import lifecycle
 
     stop = threading.Event()
     hooks = ConsoleHooks()
-    previous = _on_signals(lambda: (stop.set(), hooks.note("interrupt received: finishing the running step, stopping servers")))
+    signals = _Signals(stop)
+    lifecycle.reset_hurry()
+    own_registry = registry is None
+    registry = registry or HostRegistry()
+    previous = _on_signals(signals.handle)
     try:
-        return apply_plan(plan, graph, hooks=hooks, stop=stop, **kw)
+        if seen is None:
+            seen = survey(kw.get("state"), registry, _decls(graph), _launch_identities(graph))
+        problems: list[str] = []
+        if any(s.why for s in seen):
+            writer = StateWriter(Path(kw["state_dir"]).resolve(), kw.get("state"), kw.get("lock"))
+            problems = stop_stale(writer, seen)
+            kw["state"] = writer.state
+            if writer.failure is not None:
+                return ApplyResult(state_failure=writer.report(), warnings=problems)
+        result = apply_plan(plan, graph, hooks=_SafeHooks(hooks), stop=stop, registry=registry, **kw)
+        for line in problems:
+            result.warn(line)
+        return result
     finally:
+        signals.done.set()
         _restore_signals(previous)
-        hooks.close()
+        _SafeHooks(hooks).close()
+        if own_registry:
+            registry.close()
 
 
 def _stale(saved, loaded, state) -> str | None:
@@ -136,12 +289,15 @@ def _stale(saved, loaded, state) -> str | None:
     return None
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def _on_signals(handler):
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, lambda *_: handler())
+    for sig in SIGNALS:
+        previous[sig] = signal.signal(sig, handler)
     return previous
 
 

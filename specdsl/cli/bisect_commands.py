@@ -113,13 +113,18 @@ def _runner(args, loaded, state_dir: Path, lock):
     from specdsl.plan.model import Action, Refresh
     from specdsl.plan.render import render_text
 
-    def run(trial_cfg, name: str):
+    def run(trial_cfg, name: str, may_run: bool):
         graph = build_graph(trial_cfg)
         state = load_state(state_dir)
         plan = make_plan(graph, state, Refresh.from_state(state), spec=args.file, spec_digest=loaded.digest,
                          variables=dict(trial_cfg.variables), targets=(name,))
         bench = plan.change(f"benchmark.{name}")
         reused = bench is not None and bench.action is not Action.RUN
+        if not reused and not may_run:
+            from specdsl.diagnose.ddmin import OutOfBudget
+
+            print(f"\n{name}: not run (--max-experiments reached)")
+            raise OutOfBudget
         print(f"\n{name}: " + ("results recorded, reused" if reused else "running"))
         sys.stdout.write(render_text(plan))
         sys.stdout.flush()

@@ -62,9 +62,9 @@ def _command_modules(with_apply: bool = True):
 
     modules = [lang_commands, plan_commands, history]
     if with_apply:
-        from specdsl.cli import apply_commands, calibrate_commands, diagnose_commands
+        from specdsl.cli import apply_commands, calibrate_commands, destroy_commands, diagnose_commands
 
-        modules += [apply_commands, calibrate_commands, diagnose_commands]
+        modules += [apply_commands, calibrate_commands, diagnose_commands, destroy_commands]
     from specdsl.cli import report_commands
 
     return modules + [report_commands]

@@ -44,6 +44,7 @@ def add_parsers(sub) -> None:
     ssub.required = True
     q = ssub.add_parser("list", help="one address per line")
     _add_state_location(q)
+    q.add_argument("--servers", action="store_true", help="the recorded servers, and whether each runs and answers now")
     q.set_defaults(handler=cmd_state_list)
     q = ssub.add_parser("show", help="one resource")
     q.add_argument("addr", metavar="ADDR", help="an address that `specdsl state list` prints")
@@ -78,7 +79,7 @@ def read_state(args):
 
 
 def build_plan(args, loaded, state, *, no_refresh: bool):
-    graph = build_graph(loaded.resolved.config)
+    graph = build_graph(loaded.resolved.config, spec_dir=Path(args.file).parent)
     if graph.diags:
         from specdsl.cli.views import print_diags
 
@@ -114,7 +115,39 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
         rerun=getattr(args, "rerun", False),
         targets=tuple(getattr(args, "target", [])),
     )
+    if not dataset_errors(graph, plan, Path(args.file).parent):
+        return None, None
     return graph, plan
+
+
+def dataset_errors(graph, plan, spec_dir: Path) -> bool:
+    """Each dataset file a benchmark to run cannot use is an error at its
+    workload block, before any server starts; True when there is none."""
+    from specdsl.bench.datasets import check_dataset
+    from specdsl.cli.views import print_diags
+    from specdsl.diag import Diagnostic
+
+    diags, seen = [], set()
+    for change in plan.changes:
+        step = graph.steps[change.addr]
+        if change.kind != "benchmark" or change.action.word != "run" or step.payload["experiment"].workload in seen:
+            continue
+        workload = step.payload["experiment"].workload
+        seen.add(workload)
+        why = check_dataset(workload, spec_dir)
+        if why:
+            diags.append(Diagnostic.error(f"Workload `{workload.name}`: its dataset cannot be used", workload.span,
+                                          f"{why}; fix the file or `dataset` (nothing was started)"))
+    if diags:
+        sources = {}
+        for d in diags:
+            if d.span is not None and d.span.file not in sources:
+                try:
+                    sources[d.span.file] = Path(d.span.file).read_text()
+                except OSError:
+                    pass
+        print_diags(diags, sources)
+    return not diags
 
 
 def _spec_plan(args):
@@ -214,6 +247,10 @@ def _pointing(args) -> list[str]:
 
 
 def cmd_state_list(args) -> int:
+    if getattr(args, "servers", False):
+        from specdsl.cli.destroy_commands import cmd_state_servers
+
+        return cmd_state_servers(args)
     state_dir = _located(args, "state", "list")
     if isinstance(state_dir, int):
         return state_dir

@@ -13,7 +13,6 @@ command line.
 from __future__ import annotations
 
 import json
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ import attrs
 
 from specdsl.apply.results import document_of, effective_of
 from specdsl.servers import adapter_for
-from specdsl.servers.args import asked_config, render_args
+from specdsl.servers.args import asked_config
 from specdsl.servers.logscan import scan_log
 
 _MAX_LOG_BYTES = 64 * 1024 * 1024
@@ -262,9 +261,3 @@ def _workload_of(exp) -> dict[str, str]:
         out[field.name] = text(value)
     return out
 
-
-def command_line(argv) -> str:
-    return shlex.join(argv)
-
-
-__all__ = ["Arm", "arm_of_run", "text", "render_args"]

@@ -128,11 +128,14 @@ def answer_of(verdicts) -> str:
 
 
 def bisect(cfg: config.Config, cand: config.Experiment, base: config.Experiment, differences, *, paired: bool,
-           run: Callable[[config.Config, str], tuple[bool, list, str]], budget: int | None = None) -> Bisection:
+           run: Callable[[config.Config, str, bool], tuple[bool, list, str]], budget: int | None = None) -> Bisection:
     """Search the differences (Differences, bisectable) for the smallest
-    set that reproduces `cand`'s failure. `run(config, experiment)` plans
-    and applies the experiment of that config and returns (reused, its
-    verdicts, a failed step's first line or "")."""
+    set that reproduces `cand`'s failure. `run(config, experiment,
+    may_run)` plans and applies the experiment of that config and returns
+    (reused, its verdicts, a failed step's first line or ""); when its
+    results are not recorded and `may_run` is False it raises
+    `ddmin.OutOfBudget` instead. `budget` bounds the experiments run
+    (reused results are free)."""
     labels = tuple(d.label for d in differences)
     out = Bisection(cand.name, base.name, labels)
     by_label = {d.label: d for d in differences}
@@ -141,7 +144,7 @@ def bisect(cfg: config.Config, cand: config.Experiment, base: config.Experiment,
         exp = intermediate(base, cand, [by_label[x] for x in subset], paired=paired)
         others = tuple(e for e in cfg.experiments if e.name == base.name)
         trial_cfg = attrs.evolve(cfg, experiments=others + (exp,))
-        reused, verdicts, failure = run(trial_cfg, exp.name)
+        reused, verdicts, failure = run(trial_cfg, exp.name, budget is None or out.experiments_run < budget)
         answer = answer_of(verdicts) if not failure else UNRESOLVED
         out.trials.append(Trial(exp.name, subset, answer, reused,
                                 tuple((v.name, v.status, v.detail) for v in verdicts), failure))
@@ -149,7 +152,7 @@ def bisect(cfg: config.Config, cand: config.Experiment, base: config.Experiment,
             out.unapplicable.append((", ".join(subset), failure))
         return answer
 
-    out.search = minimize(labels, test, budget=budget)
+    out.search = minimize(labels, test)
     return out
 
 

@@ -19,7 +19,7 @@ from specdsl.servers import adapter_for
 
 # The tiers, best first (docs/diagnose.md has the same table).
 T_IMPACT_DEFAULT = 0  # a high-impact effective setting the server chose itself
-T_LOG = 1  # a warning (risk or silent choice) on one side only
+T_LOG = 1  # a warning (risk or silent choice) on one side only; a flag left out whose value the server then chose
 T_IMPACT_DECLARED = 2  # a high-impact setting the spec changed
 T_IMPACT_STACK = 3  # the engine, its kernels, torch/CUDA/NCCL
 T_WORKLOAD = 4  # the arms measured different loads
@@ -41,6 +41,10 @@ def compare(state, baseline_run, candidate_run, *, state_dir: Path, baseline=Non
                       label=labels[0] if labels else None)
     cand = arm_of_run(state, state_dir, candidate_run, side=arms[1], experiment=candidate,
                       label=labels[1] if labels else None)
+    if baseline_run.id == candidate_run.id:
+        import attrs
+
+        base = attrs.evolve(base, workload=cand.workload)  # both arms of a pair ran the experiment's workload
     return compare_arms(base, cand)
 
 
@@ -69,12 +73,15 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
             tier, why = T_DEFAULT, _silent_why(chosen)
         out.append(Difference("effective", key, b, c, silent_default=silent, why=why, tier=tier))
 
+    defaulted = {d.key for d in out if d.silent_default}
     for key in sorted(set(base.args) | set(cand.args)):
         b, c = base.args.get(key), cand.args.get(key)
         if b == c:
             continue
         d = dest.get(key, key.replace("-", "_"))
         tier, why = (T_IMPACT_DECLARED, impact[d]) if d in impact else (T_DECLARED, "a server flag as given")
+        if d in defaulted:  # the flag a side left out, and its server then chose the value itself
+            tier, why = T_LOG, f"{why}; unset on one side, where the server chose the value itself"
         out.append(Difference("server_args", key, b, c, why=why, tier=tier, bisectable=key != "model"))
 
     for key in sorted(set(base.stack) | set(cand.stack)):

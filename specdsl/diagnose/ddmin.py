@@ -7,7 +7,9 @@ UNRESOLVED (undecided, could not be applied: counts as not reproducing).
 The whole set is known to reproduce (the candidate failed) and is never
 asked.
 
-First a bisection that assumes one cause: test one half; when it does not
+The items come best-ranked first (the diagnosis' order). First a
+bisection that assumes one cause: test the first half (the smaller when
+the count is odd); when it does not
 reproduce, the cause is taken to be in the other half without testing it,
 and the one difference it ends on is confirmed with one experiment. For one
 cause among n that is at most ceil(log2 n) + 1 tests. When the confirmation
@@ -76,7 +78,9 @@ def minimize(items: Sequence, test: Callable[[tuple], str], budget: int | None =
             return search
         current, inferred = items, False
         while len(current) > 1:
-            half = math.ceil(len(current) / 2)
+            # the better-ranked half first, the smaller one when odd: a
+            # diagnosis that ranked the cause first finds it soonest
+            half = len(current) // 2
             first, second = current[:half], current[half:]
             if ask(first) == FAIL:
                 current, inferred = first, False

@@ -1,5 +1,7 @@
 """Config -> DAG of steps, built by an ordered list of small named transforms.
 
+    tracks      a track baseline measured beside its candidate: the track's
+                promoted configuration, rebuilt from its stack lock (track_arm)
     preflight   one per host
     provision   one per (machine, stack content)
     launch      one per (provision, server content)
@@ -135,6 +137,12 @@ class _Work:
     # (kind, upstream identity, config object) -> (content, identity): cells
     # of a matrix share most of their config objects; hash each once
     memo: dict[tuple, tuple[dict, str]] = attrs.Factory(dict)
+    # the stack locks of the tracks that paired track baselines name, and
+    # candidate -> its baseline's arm rebuilt from one (graph/track_arm)
+    locks: dict = attrs.Factory(dict)
+    arms: dict[str, config.Experiment] = attrs.Factory(dict)
+    spec_dir: Any = None  # where relative dataset files are (None: the current directory)
+    dataset_digests: dict[str, str | None] = attrs.Factory(dict)
 
 
 Transform = Callable[[_Work], None]
@@ -170,6 +178,8 @@ def server_content(server: config.Server) -> dict:
     out = {"engine": server.engine, "model": server.model, "args": {k: _jsonable(v) for k, v in server.args}, "env": dict(server.env)}
     if server.port is not None:
         out["port"] = server.port
+    if server.gpus is not None:  # how many GPUs it is given (left out when unset: identities stay)
+        out["gpus"] = server.gpus
     if server.command:
         out["command"] = list(server.command)
         out["ready_url"] = server.ready_url
@@ -191,12 +201,50 @@ def _content_workload(workload: config.Workload) -> dict:
     return out
 
 
+def _dataset_file(dataset: str):
+    """The file a `dataset` value names (as specdsl.bench.datasets reads it), or None."""
+    from pathlib import Path
+
+    for prefix in ("jsonl:", "sharegpt:"):
+        if dataset.startswith(prefix):
+            return Path(dataset[len(prefix):])
+    return Path(dataset) if dataset.endswith((".jsonl", ".json")) else None
+
+
+def _with_dataset_digest(work: _Work, workload: config.Workload, content: dict) -> dict:
+    """`content` with the SHA-256 of the workload's dataset file, when it
+    names one that can be read: the prompts are part of what a benchmark
+    measures, so an edited file reruns it (a built-in dataset adds nothing,
+    so other identities stay as they were). Each file is hashed once."""
+    import hashlib
+    from pathlib import Path
+
+    path = _dataset_file(workload.dataset) if not workload.command else None
+    if path is None:
+        return content
+    if not path.is_absolute() and work.spec_dir is not None:
+        path = Path(work.spec_dir) / path
+    key = str(path)
+    if key not in work.dataset_digests:
+        try:
+            work.dataset_digests[key] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            work.dataset_digests[key] = None  # plan reports the file before anything runs
+    digest_ = work.dataset_digests[key]
+    return content if digest_ is None else {**content, "dataset_digest": digest_}
+
+
 # Identities follow the physical machine, not the host block's name:
 # renaming a host block rebuilds nothing, and two blocks that mean the same
 # machine share its environments and servers.
 def _content_host(host: config.Host) -> dict:
     """The preflight's content: the machine and what it must offer (gpus)."""
-    return {"ssh": host.ssh, "gpus": host.gpus, "workdir": host.workdir}
+    out = {"ssh": host.ssh, "gpus": host.gpus, "workdir": host.workdir}
+    if host.gpu_ids:
+        out["gpu_ids"] = list(host.gpu_ids)
+    if host.allow_busy_gpus:
+        out["allow_busy_gpus"] = True
+    return out
 
 
 def _content_machine(host: config.Host) -> dict:
@@ -261,6 +309,36 @@ def _cells(work: _Work) -> dict:
     return work.graph.by_experiment
 
 
+def tracks(work: _Work) -> None:
+    """Each candidate of a paired track baseline gets its arm: the track's
+    promoted configuration, from its stack lock (graph/track_arm)."""
+    from specdsl.graph.track_arm import arm_for
+
+    for exp in work.cfg.experiments:
+        ref = exp.baseline
+        if ref is None or ref.kind != "track" or ref.mode != "paired":
+            continue
+        arm = arm_for(exp, work.locks.get(ref.name), work.graph.diags)
+        if arm is not None:
+            if exp.host.ssh is not None:  # one arm per machine
+                arm = attrs.evolve(arm, name=f"{arm.name}@{exp.host.ssh}", group=f"{arm.name}@{exp.host.ssh}")
+            work.arms[exp.name] = arm
+
+
+def _with_arms(work: _Work):
+    """(experiment, the cells it serves): every experiment, then each track
+    arm once (serving its candidates)."""
+    for exp in work.cfg.experiments:
+        yield exp, (exp.name,)
+    served: dict[str, list[str]] = {}
+    arms: dict[str, config.Experiment] = {}
+    for cand, arm in work.arms.items():
+        served.setdefault(arm.name, []).append(cand)
+        arms.setdefault(arm.name, arm)
+    for name, arm in arms.items():
+        yield arm, tuple(served[name])
+
+
 def preflight(work: _Work) -> None:
     for exp in work.cfg.experiments:
         content, identity = _identified(work, "preflight", "", exp.host, lambda: {"host": _content_host(exp.host)})
@@ -270,24 +348,30 @@ def preflight(work: _Work) -> None:
 
 
 def provision(work: _Work) -> None:
-    for exp in work.cfg.experiments:
+    for exp, users_ in _with_arms(work):
+        if exp.name not in _cells(work):  # a track arm: on its candidates' host
+            _cells(work)[exp.name] = {"preflight": _cells(work)[users_[0]]["preflight"]}
         pre = work.graph.steps[_cells(work)[exp.name]["preflight"]]
         machine, machine_text = _canonical_once(work, "machine", exp.host, lambda: _content_machine(exp.host))
         content, identity = _identified(work, "provision", machine_text, exp.stack,
                                         lambda: {"host": machine, "stack": stack_content(exp.stack)})
-        addr = _name(work, "provision", exp.stack.name, identity, exp.name)
-        step = _add(work, Step(addr, "provision", identity, content, (pre.addr,), host=exp.host.name, experiments=(exp.name,),
+        addr = _name(work, "provision", exp.stack.name, identity, users_[0])
+        step = _add(work, Step(addr, "provision", identity, content, (pre.addr,), host=exp.host.name, experiments=users_,
                                payload={"stack": exp.stack, "host": exp.host}))
         if pre.addr not in step.deps:  # another host block on the same machine: its preflight comes first too
             work.graph.steps[addr] = attrs.evolve(step, deps=tuple(sorted(step.deps + (pre.addr,))))
         _cells(work)[exp.name]["provision"] = addr
 
 
-def paired_with(cfg: config.Config, exp: config.Experiment) -> config.Experiment | None:
+def paired_with(cfg: config.Config, exp: config.Experiment, arms: dict | None = None) -> config.Experiment | None:
     """The baseline experiment `exp` is measured beside, arm against arm
     (interleaved on one machine), or None. A baseline experiment of the
     spec on the same machine (the same `ssh`, or both this machine) is
-    always paired; elsewhere the two cannot alternate and are measured apart."""
+    always paired; elsewhere the two cannot alternate and are measured apart.
+    A track baseline is paired when `arms` (the graph's track arms) has one
+    for `exp`: its promoted configuration rebuilt from the stack lock."""
+    if exp.baseline is not None and exp.baseline.kind == "track":
+        return (arms or {}).get(exp.name)
     if exp.baseline is None or exp.baseline.kind != "experiment":
         return None
     base = next((e for e in cfg.experiments if e.name == exp.baseline.name), None)
@@ -302,7 +386,7 @@ def _launch_content(prov: Step, server: config.Server) -> dict:
 
 def launch(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        if paired_with(work.cfg, exp) is not None:
+        if paired_with(work.cfg, exp, work.arms) is not None:
             continue  # its benchmark starts both arms' servers itself, alternately
         prov = work.graph.steps[_cells(work)[exp.name]["provision"]]
         content, identity = _identified(work, "launch", prov.identity, exp.server,
@@ -381,13 +465,13 @@ def _value_text(value) -> str:
 
 def benchmark(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        base = paired_with(work.cfg, exp)
+        base = paired_with(work.cfg, exp, work.arms)
         if base is not None:
             _paired_benchmark(work, exp, base)
             continue
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
         workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
-        content = {"launch": lau.identity, "workload": workload}
+        content = _with_dataset_digest(work, exp.workload, {"launch": lau.identity, "workload": workload})
         identity = step_digest("benchmark", content, {"workload": text})
         addr = f"benchmark.{exp.name}"
         _add(work, Step(addr, "benchmark", identity, content, (lau.addr,), host=exp.host.name, experiments=(exp.name,),
@@ -403,19 +487,22 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     prov_b = work.graph.steps[_cells(work)[base.name]["provision"]]
     prov_c = work.graph.steps[_cells(work)[exp.name]["provision"]]
     workload = _content_workload(exp.workload)
-    content = {"arms": {"baseline": _launch_content(prov_b, base.server), "candidate": _launch_content(prov_c, exp.server)},
-               "workload": workload}
+    content = _with_dataset_digest(work, exp.workload, {
+        "arms": {"baseline": _launch_content(prov_b, base.server), "candidate": _launch_content(prov_c, exp.server)},
+        "workload": workload})
     identity = digest(["benchmark", content])
     addr = f"benchmark.{exp.name}"
     deps = tuple(dict.fromkeys((prov_b.addr, prov_c.addr)))
-    _add(work, Step(addr, "benchmark", identity, content, deps, host=exp.host.name, experiments=(exp.name,),
-                    payload={"experiment": exp, "paired": base, "host": exp.host}))
+    payload = {"experiment": exp, "paired": base, "host": exp.host}
+    if exp.baseline is not None and exp.baseline.kind == "track":
+        payload["track_lock"] = work.locks[exp.baseline.name].path
+    _add(work, Step(addr, "benchmark", identity, content, deps, host=exp.host.name, experiments=(exp.name,), payload=payload))
     _cells(work)[exp.name]["benchmark"] = addr
 
 
 def baseline_order(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        if exp.baseline is None or exp.baseline.kind != "experiment" or paired_with(work.cfg, exp) is not None:
+        if exp.baseline is None or exp.baseline.kind != "experiment" or paired_with(work.cfg, exp, work.arms) is not None:
             continue
         base = _cells(work).get(exp.baseline.name, {}).get("benchmark")
         if base is None:
@@ -446,11 +533,18 @@ def check(work: _Work) -> None:
         bench = work.graph.steps[_cells(work)[exp.name]["benchmark"]]
         base_addr = None
         base_content: object = None
-        if paired_with(work.cfg, exp) is not None:
-            base_content = {"paired": exp.baseline.name}  # both arms are in this experiment's benchmark
+        extra: dict = {}
+        if paired_with(work.cfg, exp, work.arms) is not None:
+            # both arms are in this experiment's benchmark
+            base_content = {"paired": exp.baseline.name if exp.baseline.kind == "experiment" else f"track.{exp.baseline.name}"}
         elif exp.baseline is not None and exp.baseline.kind == "experiment":
             base_addr = _cells(work).get(exp.baseline.name, {}).get("benchmark")
             base_content = work.graph.steps[base_addr].identity if base_addr else None
+        elif exp.baseline is not None and exp.baseline.mode == "paired":
+            from specdsl.graph.track_arm import missing_reason
+
+            base_content = {"track": exp.baseline.name, "arm": None}  # no lock to rebuild it from: an error when checked
+            extra = {"baseline_missing": missing_reason(exp, work.locks.get(exp.baseline.name))}
         elif exp.baseline is not None:
             base_content = {"track": exp.baseline.name}
         addrs = []
@@ -461,7 +555,7 @@ def check(work: _Work) -> None:
             addr = f"check.{exp.name}.{a.name}"
             deps = (bench.addr,) + ((base_addr,) if base_addr else ())
             _add(work, Step(addr, "check", identity, content, deps, host=exp.host.name, experiments=(exp.name,),
-                            payload={"experiment": exp, "assertion": a}))
+                            payload={"experiment": exp, "assertion": a, **extra}))
             addrs.append(addr)
         _cells(work)[exp.name]["checks"] = tuple(addrs)
 
@@ -555,6 +649,7 @@ def _find_cycle(graph: Graph) -> list[str]:
 
 
 TRANSFORMS: tuple[tuple[str, Transform], ...] = (
+    ("tracks", tracks),
     ("preflight", preflight),
     ("provision", provision),
     ("launch", launch),
@@ -570,8 +665,15 @@ TRANSFORMS: tuple[tuple[str, Transform], ...] = (
 )
 
 
-def build_graph(cfg: config.Config) -> Graph:
-    work = _Work(cfg, Graph())
+def build_graph(cfg: config.Config, *, spec_dir=None, locks: dict | None = None) -> Graph:
+    """The step graph of `cfg`. A track baseline measured beside its
+    candidate (`baseline_mode = "paired"`, the default) is rebuilt from the
+    track's stack lock under `spec_dir` (`stacks/TRACK.lock.toml`), or from
+    `locks` (track -> graph.track_arm.TrackLock) when given; without either
+    it has no arm and its checks are errors that say so."""
+    from specdsl.graph.track_arm import read_locks
+
+    work = _Work(cfg, Graph(), locks=locks if locks is not None else read_locks(cfg, spec_dir), spec_dir=spec_dir)
     for _name_, transform in TRANSFORMS:
         transform(work)
     return work.graph

@@ -11,11 +11,16 @@ them all at the end. A new kind of host is one class and one entry in
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Callable
 
 from specdsl.hosts.base import Host, HostError
 from specdsl.hosts.local import LocalHost
+from specdsl.hosts.ssh import SshHost
+
+# An ssh config file for every ssh host (`ssh -F`), instead of ~/.ssh/config.
+SSH_CONFIG_ENV = "SPECDSL_SSH_CONFIG"
 
 
 def host_key(decl: Any) -> str:
@@ -70,6 +75,18 @@ def _local(_decl: Any, registry: HostRegistry) -> Host:
     return LocalHost(env_root=registry.env_root)
 
 
-KINDS: dict[str, Callable[[Any, HostRegistry], Host]] = {"local": _local}
+def _ssh(decl: Any, _registry: HostRegistry) -> Host:
+    """Connected at once, so the first step on it (preflight) says whether it can be reached."""
+    host = SshHost(decl.ssh, name=getattr(decl, "name", None), workdir=getattr(decl, "workdir", None),
+                   config=os.environ.get(SSH_CONFIG_ENV) or None)
+    try:
+        host.connect()
+    except BaseException:
+        host.close()
+        raise
+    return host
 
-__all__ = ["HostError", "HostRegistry", "KINDS", "host_key"]
+
+KINDS: dict[str, Callable[[Any, HostRegistry], Host]] = {"local": _local, "ssh": _ssh}
+
+__all__ = ["HostError", "HostRegistry", "KINDS", "SSH_CONFIG_ENV", "host_key"]

@@ -60,12 +60,19 @@ def canonical_json(obj: Any) -> str:
 
 @attrs.frozen
 class Host:
-    """Where things run. `ssh` None means this machine."""
+    """Where things run. `ssh` None means this machine.
+
+    `gpus` is how many GPUs specdsl may use there; `gpu_ids` the device
+    ids when the spec listed them (`gpus = [0, 2]`), else () for
+    0..gpus-1. `allow_busy_gpus` lets a benchmark run beside other jobs
+    on those GPUs (docs/gpus.md)."""
 
     name: str
     ssh: str | None = None
     gpus: int = 0
     workdir: str | None = None
+    gpu_ids: tuple[int, ...] = ()
+    allow_busy_gpus: bool = False
     span: Span | None = attrs.field(default=None, eq=False)
 
 
@@ -101,7 +108,8 @@ class Server:
     (values: str, int, float, bool; True means a bare flag, False leaves it
     out). For the "command" engine `command` is the argv with `{host}`,
     `{port}`, `{model}` placeholders and `ready_url` a path or URL to poll.
-    `ready_timeout` is seconds.
+    `ready_timeout` is seconds. `gpus` is how many GPUs the server
+    needs (None: read from its args, `specdsl.model.gpus`).
     """
 
     name: str
@@ -114,6 +122,7 @@ class Server:
     keep_running: bool = False
     command: tuple[str, ...] = ()
     ready_url: str | None = None
+    gpus: int | None = None
     span: Span | None = attrs.field(default=None, eq=False)
 
 
@@ -178,6 +187,10 @@ class BaselineRef:
 
     kind: str  # "experiment" | "track"
     name: str
+    # A track's baseline is rebuilt from its stack lock and measured beside
+    # the candidate ("paired", the default), or its recorded numbers are
+    # read ("recorded": `baseline_mode = "recorded"`, drift not controlled).
+    mode: str = "paired"
 
 
 @attrs.frozen

@@ -30,6 +30,7 @@ from typing import Any
 
 from specdsl import secrets
 from specdsl.graph.build import Graph
+from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
 from specdsl.state.promotions import PASS, Index, verdict_status
@@ -174,6 +175,8 @@ def make_plan(
                 action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
             if action is Action.RUN and "paired" in step.payload:
                 reason += "; " + paired_cost(step)
+                gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
+                reason += f"; both arms on {gpus}" if gpus else ""
         elif kind == "launch":
             needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
             alive = step.identity in refresh.servers
@@ -192,6 +195,8 @@ def make_plan(
                         reason = "recorded server is not running: will launch"
                     else:
                         reason = "new server"
+                gpus = plan_note(step.payload["host"], [step.payload["server"]])
+                reason += f"; {gpus}" if gpus else ""
         elif kind == "provision":
             needed = any(actions.get(d) in (Action.CREATE, Action.REPLACE) for d in dependants[addr] if graph.steps[d].kind == "launch") \
                 or any(d in bench_runs for d in dependants[addr] if "paired" in graph.steps[d].payload)
@@ -212,7 +217,10 @@ def make_plan(
             reads = [d for d in step.deps]
             base = step.content.get("baseline")
             if isinstance(base, dict) and "track" in base:
-                reads.append(f"track {base['track']} baseline")
+                if "arm" in base:  # paired, but no lock to rebuild the track from
+                    reads.append(f"track {base['track']} baseline (no stack lock to rebuild it from: its comparisons are errors)")
+                else:
+                    reads.append(f"track {base['track']}'s recorded result (baseline_mode = \"recorded\": drift not controlled)")
             reason = "reads " + ", ".join(reads) + noise_note(step, state, spec)
         elif kind == "promote":
             if index is None:
@@ -293,7 +301,10 @@ def paired_cost(step) -> str:
     workload = step.payload["experiment"].workload
     pairs = first_pairs(workload)
     most = max_runs(workload)
-    text = (f"paired with {step.payload['paired'].name} (ABBA): {pairs} pair{'s' if pairs != 1 else ''}, "
+    against = step.payload["paired"].name
+    if "track_lock" in step.payload:
+        against = f"track {step.payload['experiment'].baseline.name} rebuilt from {step.payload['track_lock']}"
+    text = (f"paired with {against} (ABBA): {pairs} pair{'s' if pairs != 1 else ''}, "
             f"{launches(pairs)} launches, {2 * pairs * workload.block} runs")
     if most > first_pairs(workload):
         text += f"; up to {most - pairs} more pairs while undecided"

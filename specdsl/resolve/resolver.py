@@ -23,6 +23,7 @@ from specdsl.resolve.loader import Sources, load_tree, load_var_file
 from specdsl.resolve.values import INVALID, BlockRef, OverrideValue, Scope, V, evaluate, type_name
 from specdsl.validate import schema
 from specdsl.validate.asserts import check_assert
+from specdsl.validate.gpus import check_gpus
 from specdsl.validate.promotion import check_promotion
 
 LOCAL_HOST = config.Host(name="local")
@@ -172,7 +173,7 @@ class _Resolver:
         if cells is None:
             return []
         matrix_keys = tuple(cells[0].keys()) if cells and cells[0] else ()
-        baseline = self.baseline(name, attrs_.get("baseline"))
+        baseline = self.baseline_mode(self.baseline(name, attrs_.get("baseline")), attrs_.get("baseline_mode"))
         promote = self.promote(attrs_.get("promote"), bool(matrix_keys))
         if promote is not None:  # a track moves only on a gating assertion
             check_promotion(name, attrs_["promote"].value.span, raw.asserts, self.diags, has_baseline="baseline" in attrs_)
@@ -310,6 +311,28 @@ class _Resolver:
         )
         return None
 
+    def baseline_mode(self, ref: config.BaselineRef | None, item: ast.Attribute | None) -> config.BaselineRef | None:
+        """`baseline_mode = "paired" | "recorded"`: how a track's baseline is measured."""
+        if item is None or ref is None:
+            return ref
+        v = evaluate(item.value, self.scope, self.diags)
+        if v.value is INVALID:
+            return ref
+        if v.value not in schema.BASELINE_MODES:
+            shown = f'"{v.value}"' if isinstance(v.value, str) else type_name(v.value)
+            hint = did_you_mean(str(v.value), schema.BASELINE_MODES) if isinstance(v.value, str) else None
+            self.diags.append(Diagnostic.error(
+                f"`baseline_mode` is {shown}", v.span,
+                (hint + "; " if hint else "") + '`"paired"` (the default: rebuild the track from its stack lock and measure it '
+                'beside the candidate) or `"recorded"` (compare with its recorded numbers)'))
+            return ref
+        if ref.kind != "track":
+            self.diags.append(Diagnostic.error(
+                "`baseline_mode` applies to a track baseline", v.span,
+                "an experiment baseline on this machine is always measured beside its candidate; remove `baseline_mode`"))
+            return ref
+        return attrs.evolve(ref, mode=v.value)
+
     def promote(self, item: ast.Attribute | None, is_matrix: bool) -> str | None:
         if item is None:
             return None
@@ -347,6 +370,7 @@ class _Resolver:
         return v.value
 
     def cross_checks(self, experiments: list[config.Experiment]) -> None:
+        check_gpus(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
         by_group: dict[str, list[config.Experiment]] = {}
         for exp in experiments:
             by_group.setdefault(exp.group, []).append(exp)

@@ -7,6 +7,7 @@ one real short completion, so "ready" means it answers.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -48,6 +49,7 @@ def launch(
     bind: str = _DEFAULT_BIND,
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
+    on_started: Callable[[ServerHandle], None] | None = None,
 ) -> ServerHandle:
     """Start `server` from environment `env` on `host` and return once it is ready.
 
@@ -55,7 +57,13 @@ def launch(
     on the host (a previous one becomes `server.log.1`), on `server.port`
     (a `LaunchError` when that port is busy) or a free port. On any failure
     the group is stopped before the `LaunchError` (or `hosts.Cancelled`,
-    when `stop` is set) is raised: no process is left behind."""
+    when `stop` is set) is raised: no process is left behind.
+
+    `on_started(handle)` is called as soon as the process exists, before
+    anything waits on it (apply records the server there, so a kill of
+    apply while the server starts leaves a record, not an orphan); if it
+    raises, the group is stopped and the error propagates. From then until
+    `teardown`, the server is among the `live()` ones."""
     adapter = _adapter(server.engine)
     say = progress or (lambda _msg: None)
     run_dir = Path(run_dir)
@@ -89,8 +97,18 @@ def launch(
         "PYTHONUNBUFFERED": "1",  # log lines arrive as they happen: readiness and log facts read them
     }
     say(f"starting {server.engine} server {server.name} on port {port}")
+    go = run_dir / ".go"
+    started = argv
+    if on_started is not None:
+        # The server is held at a gate until `on_started` (apply recording
+        # it) returns: one that nothing has recorded never runs. The gate
+        # execs the server in place (same pid, same group) once `.go`
+        # exists, and exits if apply dies first (its parent changes).
+        host.remove_tree(go)
+        parent = os.getpid() if host.key == "local" else 0  # elsewhere: whoever started it there
+        started = [env.python, "-c", _GATE, str(go), str(parent), str(_GATE_TIMEOUT_S), *argv]
     try:
-        proc = host.start(argv, log_path=log_path, env=proc_env)
+        proc = host.start(started, log_path=log_path, env=proc_env)
     except HostError as exc:
         raise LaunchError(f"{server.engine} server {server.name!r} could not start: {exc}", argv=argv, log_path=str(log_path),
                           tail=host.tail(log_path, LOG_TAIL_LINES)) from None
@@ -99,16 +117,34 @@ def launch(
         argv=tuple(argv), engine=server.engine, model=server.model, health_url=adapter.health_url(server, base_url),
         version=version,
     )
+    track(handle, host)
     try:
+        if on_started is not None:
+            on_started(handle)
+            host.write_text(go, "")
         _wait_ready(server, handle, host, say, stop)
     except BaseException as exc:
         try:
-            host.stop(handle.process(), grace_s=5)
+            host.stop(handle.process(), grace_s=0 if hurrying() else 5)
+            untrack(handle, host)
         except HostError as stuck:
             exc.add_note(f"and stopping it failed: {stuck}")  # the one case where processes are left
         raise
     say(f"{server.engine} server {server.name} ready at {base_url}")
     return handle
+
+
+_GATE_TIMEOUT_S = 120
+_GATE = (
+    "import os, sys, time\n"
+    "go, parent, limit, argv = sys.argv[1], int(sys.argv[2]) or os.getppid(), float(sys.argv[3]), sys.argv[4:]\n"
+    "deadline = time.monotonic() + limit\n"
+    "while not os.path.exists(go):\n"
+    "    if os.getppid() != parent or time.monotonic() > deadline:\n"
+    "        sys.exit(75)  # apply is gone (or never recorded it): the server never runs\n"
+    "    time.sleep(0.01)\n"
+    "os.execvp(argv[0], argv)\n"
+)
 
 
 def _failure(what: str, handle: ServerHandle, host: Host) -> LaunchError:
@@ -154,9 +190,62 @@ def _wait_ready(server: Server, handle: ServerHandle, host: Host, say, stop) -> 
 
 
 def teardown(handle: ServerHandle, host: Host, grace_s: float = 10) -> None:
-    """TERM the server's process group, wait `grace_s`, KILL what is left,
-    and confirm nothing of the group remains (`hosts.HostError` if it does)."""
-    host.stop(handle.process(), grace_s=grace_s)
+    """TERM the server's process group, wait `grace_s` (none once `hurry`
+    was called), KILL what is left, and confirm nothing of the group remains
+    (`hosts.HostError` if it does)."""
+    host.stop(handle.process(), grace_s=0 if hurrying() else grace_s)
+    untrack(handle, host)
+
+
+# -- the servers this process started and has not stopped -------------------
+# What a second signal kills at once (`hurry`). Guarded by a lock that only
+# ordinary threads take, never a signal handler: `hurry` is called from a
+# thread the handler starts.
+_live: dict[tuple[int, int], tuple[Host, ServerHandle]] = {}
+_live_lock = threading.Lock()
+_hurry = threading.Event()
+
+
+def track(handle: ServerHandle, host: Host) -> None:
+    """Count `handle` (started on `host`) among the servers to stop."""
+    with _live_lock:
+        _live[(id(host), handle.pgid)] = (host, handle)
+
+
+def untrack(handle: ServerHandle, host: Host) -> None:
+    with _live_lock:
+        _live.pop((id(host), handle.pgid), None)
+
+
+def live() -> list[tuple[Host, ServerHandle]]:
+    """The servers started (or reused) by this process and not yet stopped."""
+    with _live_lock:
+        return list(_live.values())
+
+
+def hurrying() -> bool:
+    return _hurry.is_set()
+
+
+def hurry() -> list[str]:
+    """Stop waiting: KILL the process group of every live server now (and
+    every later teardown kills without a grace period). Returns what could
+    not be stopped, one line each. Call it from a thread, not a signal
+    handler (it takes locks)."""
+    _hurry.set()
+    stuck = []
+    for host, handle in live():
+        try:
+            host.stop(handle.process(), grace_s=0)
+            untrack(handle, host)
+        except HostError as exc:
+            stuck.append(f"pid {handle.pid} (process group {handle.pgid}): {exc}")
+    return stuck
+
+
+def reset_hurry() -> None:
+    """Back to graceful stops (a new apply in the same process)."""
+    _hurry.clear()
 
 
 def answers(handle: ServerHandle, host: Host) -> bool:

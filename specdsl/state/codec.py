@@ -22,7 +22,7 @@ import tomli_w
 from specdsl.diag import did_you_mean
 from specdsl.state.errors import StateError
 from specdsl.state.model import (
-    FORMAT_VERSION, STATUSES, Baseline, Environment, Promotion, RunRecord, ServerRecord, State,
+    FORMAT_VERSION, SERVER_STATUSES, STATUSES, Baseline, Environment, Promotion, RunRecord, ServerRecord, State,
     StepRecord,
     is_mapping,
 )
@@ -30,9 +30,9 @@ from specdsl.state.model import (
 BACKUP_SUFFIX = ".backup"
 
 # Field kinds (how a value is checked and decoded).
-STR, INT, NUM, STATUS, STR_PAIRS, NUM_PAIRS, VALUE_PAIRS, STR_LIST, OPT_STR, OPT_INT = (
+STR, INT, NUM, STATUS, STR_PAIRS, NUM_PAIRS, VALUE_PAIRS, STR_LIST, OPT_STR, OPT_INT, SERVER_STATUS = (
     "a string", "an integer", "a number", "a status", "a table of strings",
-    "a table of numbers", "a table", "a list of strings", "a string", "an integer",
+    "a table of numbers", "a table", "a list of strings", "a string", "an integer", "a server status",
 )
 
 RECORDS: dict[str, tuple[type, dict[str, str]]] = {
@@ -43,6 +43,7 @@ RECORDS: dict[str, tuple[type, dict[str, str]]] = {
     "servers": (ServerRecord, {
         "identity": STR, "addr": STR, "host": STR, "pid": INT, "pgid": INT, "port": INT,
         "base_url": STR, "log": STR, "started": STR, "effective": VALUE_PAIRS,
+        "status": SERVER_STATUS, "argv": STR_LIST, "spec": STR,
     }),
     "runs": (RunRecord, {
         "id": STR, "step": STR, "identity": STR, "experiment": STR, "status": STATUS,
@@ -129,6 +130,10 @@ class _Reader:
             if value in STATUSES:
                 return value
             return self.bad(where, "one of " + ", ".join(repr(s) for s in STATUSES), value)
+        if kind == SERVER_STATUS:
+            if value in SERVER_STATUSES:
+                return value
+            return self.bad(where, "one of " + ", ".join(repr(s) for s in SERVER_STATUSES), value)
         if kind == STR_LIST:
             if not isinstance(value, list):
                 return self.bad(where, kind, value)

@@ -23,6 +23,7 @@ import attrs
 
 FORMAT_VERSION = 1
 STATUSES = ("completed", "failed", "skipped", "interrupted")
+SERVER_STATUSES = ("starting", "ready")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 Pairs = tuple[tuple[str, Any], ...]
@@ -99,9 +100,15 @@ class Environment:
 
 @attrs.frozen
 class ServerRecord:
-    """A running server. `addr` is its launch step (`launch.kimi`),
-    `identity` that step's hash; `pgid` its process group (what teardown
-    signals); `effective` the configuration it reports running with."""
+    """A server started and not yet seen stopped. `addr` is its launch
+    step (`launch.kimi`), `identity` that step's hash; `pgid` its process
+    group (what teardown signals); `effective` the configuration it reports
+    running with. It is recorded `starting` as soon as its process exists,
+    before anything waits on it (so an apply killed while it starts leaves
+    a record, not an orphan), and becomes `ready` once it answered; `argv`
+    (secrets redacted) and `spec` (the spec file it was applied from) say
+    what it is to someone who finds it. Records written before these fields
+    existed read as `ready` with no argv or spec."""
 
     identity: str
     addr: str
@@ -113,6 +120,9 @@ class ServerRecord:
     log: str = ""
     started: str = ""
     effective: Pairs = attrs.field(default=(), converter=_pairs)
+    status: str = attrs.field(default="ready", validator=attrs.validators.in_(SERVER_STATUSES))
+    argv: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    spec: str = ""
 
 
 @attrs.frozen

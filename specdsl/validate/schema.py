@@ -155,6 +155,25 @@ def scalar_map(v: V, diags, name) -> Any:
     return tuple(out)  # order as written: argv order
 
 
+def gpu_count_or_ids(v: V, diags, name) -> Any:
+    """A host's GPUs: a count (`8`) or a list of distinct device ids (`[0, 2]`)."""
+    if isinstance(v.value, list):
+        ids: list[int] = []
+        for item in v.value:
+            x = item.value
+            if x is INVALID:
+                return INVALID
+            if not isinstance(x, int) or isinstance(x, bool) or x < 0:
+                what = x if isinstance(x, int) and not isinstance(x, bool) else type_name(x)
+                return _err(diags, f"Items of `{name}` must be device ids (integers >= 0), not {what}", item.span,
+                            "write the indexes `nvidia-smi` lists, such as `gpus = [0, 1]`")
+            if x in ids:
+                return _err(diags, f"GPU {x} is listed twice in `{name}`", item.span)
+            ids.append(x)
+        return tuple(ids)
+    return integer(0)(v, diags, name)
+
+
 SCHEMAS: dict[str, dict[str, Field]] = {
     "variable": {
         "default": Field(lambda v, d, n: v.value, doc="value used when none is given"),
@@ -164,7 +183,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     },
     "host": {
         "ssh": Field(string, doc="user@host; leave out for this machine"),
-        "gpus": Field(integer(0)),
+        "gpus": Field(gpu_count_or_ids, doc="how many GPUs (`8`) or which device ids (`[0, 2]`) specdsl may use"),
+        "allow_busy_gpus": Field(boolean, doc="benchmark even when another job holds memory or processes on the GPUs"),
         "workdir": Field(string),
     },
     "stack": {
@@ -188,6 +208,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "keep_running": Field(boolean),
         "command": Field(str_list),
         "ready_url": Field(string),
+        "gpus": Field(integer(0), doc="GPUs the server needs (default: read from its args, docs/gpus.md)"),
     },
     "workload": {
         "dataset": Field(string),
@@ -210,7 +231,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }
-EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "promote", "matrix")
+EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "baseline_mode", "promote", "matrix")
+BASELINE_MODES = ("paired", "recorded")
 NESTED = {"workload": ("metric",), "experiment": ()}
 
 
@@ -244,6 +266,9 @@ def check_attrs(kind: str, values: dict[str, V], names: dict[str, Span | None], 
 
 
 def build_host(name: str, values: dict, span) -> config.Host:
+    gpus = values.get("gpus")
+    if isinstance(gpus, tuple):  # device ids: the count is how many
+        values = dict(values, gpus=len(gpus), gpu_ids=gpus)
     return config.Host(name=name, span=span, **values)
 
 

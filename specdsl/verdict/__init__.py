@@ -9,7 +9,9 @@ and detectable effect behind each.
   (adaptive runs) with the false-pass budget spent across the looks;
 - `holm`: Holm's step-down over several assertions;
 - `mde_ratio`, `pairs_needed`, `noise_of`: how many pairs a noise level
-  needs, what n pairs can detect.
+  needs, what n pairs can detect;
+- `outliers`, `describe_outliers`: runs far from the others of their arm
+  (a robust rule on the log scale, see verdict/outliers.py).
 
 docs/verdicts.md gives the method, its formulas and why; the measured
 error rates are in docs/benchmarks.md (benchmarks/bench_verdicts.py).
@@ -41,6 +43,8 @@ from specdsl.verdict.looks import (
     spent,
     t_sequential_levels,
 )
+from specdsl.verdict.outliers import describe as describe_outliers
+from specdsl.verdict.outliers import outliers
 
 __all__ = [
     "OPS",
@@ -50,12 +54,14 @@ __all__ = [
     "LookSchedule",
     "Verdict",
     "absolute_decision",
+    "describe_outliers",
     "group_sequential_bounds",
     "holm",
     "holm_adjusted",
     "holm_alphas",
     "mde_ratio",
     "noise_of",
+    "outliers",
     "pairs_needed",
     "ratio_decision",
     "sequential_decision",

@@ -68,7 +68,7 @@ def plan_spec(folder: Path, text: str, env_root: Path, targets=()):
     resolved = resolve_file(spec)
     assert resolved.ok, [d.summary for d in resolved.diags]
     cfg = resolved.config
-    graph = build_graph(cfg)
+    graph = build_graph(cfg, spec_dir=folder)
     state_dir = folder / ".specdsl"
     state = load_state(state_dir)
     registry = HostRegistry(env_root=env_root)
@@ -250,6 +250,7 @@ experiment "up" {
   server   = server.up
   workload = workload.w
   baseline = track.t
+  baseline_mode = "recorded"
   assert "faster" { tps >= baseline.tps * 1.5 }
   promote  = "t"
 }
@@ -287,12 +288,14 @@ def test_a_candidate_against_its_track_is_not_compared_with_itself_once_promoted
     assert faster.status == "pass" and "baseline value 50 x 1.5" in faster.detail
 
 
-@pytest.mark.xfail(strict=True, reason="check.py's baseline note names the track's current run (the candidate's "
-                   "own, once promoted), not State.baseline_for: the verdict's text changes once and is recorded")
 def test_a_candidate_against_its_track_writes_nothing_once_promoted(tmp_path, env_root):
     text, state = _up_promoted_over_seed(tmp_path, env_root)
-    _, _, again = apply_spec(tmp_path, text, env_root)
-    assert again.serial == state.serial
+    _, result, again = apply_spec(tmp_path, text, env_root)
+    assert again.serial == state.serial  # the verdict's text names the run it replaced, before and after
+    [faster] = [v for _, v in result.verdicts if v.name == "faster"]
+    seed_run = state.promotions_of("t")[0].run
+    assert f"baseline: the recorded result of track t (measured {state.run(seed_run).finished}): drift since then is not controlled" \
+        in faster.detail
 
 
 def test_a_rival_whose_verdict_turned_to_pass_in_this_apply_competes(tmp_path, env_root):
@@ -312,6 +315,7 @@ experiment "up" {
   server   = server.up
   workload = workload.w
   baseline = track.t
+  baseline_mode = "recorded"
   assert "faster" { tps >= baseline.tps * 1.5 }
   promote  = "t"
 }

@@ -72,7 +72,7 @@ def apply_spec(folder: Path, text: str, env_root: Path, **kw):
     resolved = resolve_file(spec)
     assert resolved.ok, [d.summary for d in resolved.diags]
     cfg = resolved.config
-    graph = build_graph(cfg)
+    graph = build_graph(cfg, spec_dir=folder)
     state_dir = folder / ".specdsl"
     state = load_state(state_dir)
     registry = HostRegistry(env_root=env_root)
@@ -406,3 +406,160 @@ def test_an_undecided_budget_is_inconclusive_and_says_what_a_decision_needs(tmp_
     assert "a decision would need" in verdict.detail and "pairs" in verdict.detail
     # the pairs so far are recorded
     assert state.result(state.runs_of("benchmark.cand")[-1].identity).runs == 3
+
+
+TRACK_PAIRED = '''
+experiment "seed" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.seed
+  workload = workload.w
+  assert "answers" { tps > 0 }
+  promote  = "t"
+}
+experiment "up" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.up
+  workload = workload.w
+  baseline = track.t
+  assert "faster" { tps >= baseline.tps * 1.5 }
+  promote  = "t"
+}
+'''
+
+
+def test_a_track_baseline_is_rebuilt_from_its_lock_and_measured_beside_the_candidate(tmp_path, env_root):
+    import json
+
+    from specdsl.plan.render import render_text
+
+    life = tmp_path / "life.txt"
+    text = COMMON + server("seed", 50, life) + server("up", 100, life) + workload(runs=2) + TRACK_PAIRED
+    # no lock yet: up's comparison is an ERROR naming the missing lock; seed is promoted
+    plan, first, state = apply_spec(tmp_path, text, env_root)
+    assert "no stack lock to rebuild it from" in plan.change("check.up.faster").reason
+    [faster] = [v for _, v in first.verdicts if v.name == "faster"]
+    assert faster.status == "error" and "stacks/t.lock.toml is missing" in faster.detail, faster.detail
+    assert first.exit_code() == 4 and state.baseline("t").experiment == "seed", failures(first)
+    # the lock exists: the track's promoted configuration (seed's server, as
+    # the lock records it) is rebuilt and measured beside up, ABBA, on up's host
+    before = len(lives(life))
+    plan, second, state = apply_spec(tmp_path, text, env_root)
+    reason = plan.change("benchmark.up").reason
+    assert "paired with track t rebuilt from stacks/t.lock.toml (ABBA): 2 pairs, 3 launches, 4 runs" in reason, reason
+    assert plan.change("launch.seed").action.word == "reuse"  # seed's own results are recorded: its server is not started
+    [faster] = [v for _, v in second.verdicts if v.name == "faster"]
+    assert faster.status == "pass" and faster.evidence["n"] == 2 and "paired t on log ratios" in faster.detail, faster.detail
+    assert second.launches == 3  # A | B B | A: the track's arm twice, up once
+    assert [n.split("@")[0] for n in _names(life)[before:]] == ["50", "100", "50"]
+    run = state.result(state.runs_of("benchmark.up")[-1].identity)
+    doc = json.loads((tmp_path / ".specdsl" / run.folder / "result.json").read_text())
+    assert doc["arms"] == {"A": "track.t", "B": "up"}
+    assert state.baseline("t").experiment == "up", failures(second)
+    lock = (tmp_path / "stacks" / "t.lock.toml").read_text()
+    assert "[previous]" in lock and 'experiment = "seed"' in lock
+    # up is the track now: its arm stays what its promotion replaced (the
+    # lock's [previous]), so nothing changes and nothing is written
+    plan = make_plan_again(tmp_path, text, env_root)
+    assert not plan.has_changes, render_text(plan)
+    _, third, again = apply_spec(tmp_path, text, env_root)
+    assert third.exit_code() == 0 and third.launches == 0 and again.serial == state.serial
+
+
+def make_plan_again(folder: Path, text: str, env_root: Path):
+    spec = folder / "walk.spec"
+    spec.write_text(text)
+    resolved = resolve_file(spec)
+    graph = build_graph(resolved.config, spec_dir=folder)
+    state = load_state(folder / ".specdsl")
+    registry = HostRegistry(env_root=env_root)
+    wanted = {st.identity: st.payload["host"] for st in graph.steps.values() if st.kind == "provision"}
+    fresh = refresh(state, registry, {h.name: h for h in resolved.config.hosts}, wanted)
+    return make_plan(graph, state, fresh, spec=str(spec), spec_digest="d")
+
+
+def test_a_cold_first_run_is_flagged_in_the_verdict(tmp_path, env_root):
+    # the candidate's server answers its first run at a third of its speed (a
+    # warm-up the workload's warm-up did not cover): the interval widens past
+    # the margin and the verdict says which run did it
+    life = tmp_path / "life.txt"
+    text = _pair_spec(server("b", 100, life), server("c", 130, life, "--cold", "0.33"), "1.1", runs=4)
+    _, result, _ = apply_spec(tmp_path, text.replace("  runs = 4\n", "  runs = 4\n  max_runs = 4\n"), env_root)
+    verdict = next(v for _, v in result.verdicts if v.name == "faster")
+    assert verdict.status == "inconclusive", verdict.detail
+    assert "outlier in arm B (the candidate): pair 0 (42.9, x0.33 of the median 130" in verdict.detail, verdict.detail
+    assert "arm A" not in verdict.detail  # the baseline's runs agree: none flagged
+
+
+def test_a_bad_dataset_file_is_a_located_error_before_any_server_starts(tmp_path):
+    import subprocess
+
+    life = tmp_path / "life.txt"
+    text = COMMON + server("s", 10, life) + '''
+workload "w" {
+  dataset  = "prompts.jsonl"
+  requests = 2
+}
+experiment "e" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+'''
+    (tmp_path / "walk.spec").write_text(text)
+    elsewhere = tmp_path / "elsewhere"  # a relative dataset is the spec's folder's, not the current directory's
+    elsewhere.mkdir()
+    for content, why in ((None, "No such file or directory"), ("", "has no prompts"), ('{"prompt": "a"}\n{oops\n', "prompts.jsonl:2: not JSON")):
+        if content is not None:
+            (tmp_path / "prompts.jsonl").write_text(content)
+        proc = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", str(tmp_path / "walk.spec"), "--yes"],
+                              cwd=elsewhere, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        line = text[:text.index('workload "w"')].count("\n") + 1
+        assert f"walk.spec:{line}:1: error: Workload `w`: its dataset cannot be used" in proc.stderr, proc.stderr
+        assert why in proc.stderr, proc.stderr
+        assert not life.exists()  # no server was started
+    (tmp_path / "prompts.jsonl").write_text('{"prompt": "a b c"}\n')
+    plan = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "plan", str(tmp_path / "walk.spec"), "--no-refresh"],
+                          cwd=elsewhere, capture_output=True, text=True, timeout=120)
+    assert plan.returncode == 0, plan.stderr
+
+
+def _measured(values, **kw):
+    from specdsl.apply import judge
+    from specdsl.apply.checks import Results
+
+    runs = tuple(Results(({"output_throughput": v},), {}, {}) for v in values)
+    mine = Results(tuple({"output_throughput": v} for v in values), {}, {})
+    return judge.Measured(mine, None, candidate_runs=runs, **kw)
+
+
+def test_no_gating_verdict_on_client_bound_runs_and_a_missing_server_metric_is_named(tmp_path):
+    from specdsl.apply import judge
+
+    spec = tmp_path / "j.spec"
+    spec.write_text(COMMON + server("s", 1, tmp_path / "life.txt") + '''
+workload "w" { runs = 3 }
+experiment "e" {
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+  assert "fast"   { output_throughput >= 90 }
+  assert "accept" { spec_accept_length >= 2 }
+  assert "up"     { output_throughput > 0 or output_throughput < 0 }
+}
+''')
+    exp = resolve_file(spec).config.experiments[0]
+    clean = judge.judge_experiment(exp, _measured([100, 101, 99]), {})
+    assert clean["fast"].status == "pass"
+    # the engine exported no acceptance length: ERROR naming it, not a silent inconclusive
+    assert clean["accept"].status == "error" and "did not export `spec_accept_length`" in clean["accept"].detail
+    doc = {"runs": [{"index": 0, "warnings": []}, {"index": 1, "warnings": ["client-bound: the client's event loop was busy 97%"]}]}
+    bound = judge.judge_experiment(exp, _measured([100, 101, 99], client_bound=judge.client_bound_of(doc)), {})
+    assert bound["fast"].status == "error", bound["fast"]
+    assert bound["fast"].detail.startswith("not decided: the client may have limited the numbers (run 1: client-bound: "
+                                            "the client's event loop was busy 97%)")
+    assert bound["up"].status == "pass"  # decided exactly, not from the measured numbers' level
+    assert judge.client_bound_of({"runs": [{"index": 0, "warnings": ["no server metrics: unavailable: GET /metrics answered http 404"]}]}) == ""

@@ -3,14 +3,19 @@ starts in milliseconds, reports a fixed speed, and appends its life to a file.
 
     python walk_double.py PORT --speed TPS --life FILE [--fail-start]
                           [--drift FRACTION_PER_S --epoch T] [--noise CV --seed N]
+                          [--cold FACTOR] [--gpus-file FILE]
 
 `GET /speed` answers `{"tps": TPS}`, or with `--drift` a speed that drifts
 linearly from wall time `--epoch` (the same machine drift for every server
 of a test), and with `--noise` a seeded Gaussian noise of that CV (reproducible: seeded by
-`--seed` and the lives already in the life file, never by the port); `/health` 200; POST answers a
+`--seed` and the lives already in the life file, never by the port); with `--cold` the
+first answer of the first life of this speed in the life file is FACTOR times the speed
+(a warm-up the benchmark's warm-up did not cover); `/health` 200; POST answers a
 completion. The life file gets `start NAME T` when it listens and
 `stop NAME T` when it is terminated (SIGTERM), so a test can check that no
-two servers were up at once.
+two servers were up at once. With `--gpus-file` it also appends
+`start NAME T CUDA_VISIBLE_DEVICES PID` and `stop NAME T` there (the
+nvidia-smi double reads it to report the server's process on its GPUs).
 """
 
 import json
@@ -31,6 +36,7 @@ def _opt(name, default):
 
 
 DRIFT, EPOCH, NOISE = _opt("--drift", 0.0), _opt("--epoch", 0.0), _opt("--noise", 0.0)
+COLD = _opt("--cold", 1.0)
 
 
 def _launches_before() -> int:
@@ -47,14 +53,36 @@ def _launches_before() -> int:
 RNG = __import__("random").Random(int(_opt("--seed", 0)) * 100003 + _launches_before())
 
 
+def _first_life() -> bool:
+    try:
+        with open(LIFE) as f:
+            return not any(line.split()[1].split("@")[0] == f"{SPEED:g}" for line in f if line.startswith("start"))
+    except FileNotFoundError:
+        return True
+
+
+COLD_LEFT = [1 if COLD != 1.0 and _first_life() else 0]
+
+
 def speed() -> float:
     value = SPEED * (1 + DRIFT * (time.time() - EPOCH)) if DRIFT else SPEED
+    if COLD_LEFT[0]:
+        COLD_LEFT[0] = 0
+        value *= COLD
     return value * (1 + NOISE * RNG.gauss(0, 1)) if NOISE else value
 
 
+GPUS_FILE = sys.argv[sys.argv.index("--gpus-file") + 1] if "--gpus-file" in sys.argv else None
+
+
 def note(what: str) -> None:
+    now = time.time()
     with open(LIFE, "a") as f:
-        f.write(f"{what} {NAME} {time.time():.6f}\n")
+        f.write(f"{what} {NAME} {now:.6f}\n")
+    if GPUS_FILE:
+        extra = f" {os.environ.get('CUDA_VISIBLE_DEVICES', '-') or '-'} {os.getpid()}" if what == "start" else ""
+        with open(GPUS_FILE, "a") as f:
+            f.write(f"{what} {NAME} {now:.6f}{extra}\n")
 
 
 if "--fail-start" in sys.argv:

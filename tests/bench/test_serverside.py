@@ -55,6 +55,7 @@ def test_a_server_without_them_is_recorded_not_an_error(instant_server, tmp_path
     assert run.cache_reset.startswith("not offered: POST /reset_prefix_cache answered http 404")
     assert "VLLM_SERVER_DEV_MODE=1" in run.cache_reset
     assert run.server["metrics"] == "unavailable: GET /metrics answered http 404"
+    assert "no server metrics: unavailable: GET /metrics answered http 404" in run.warnings  # a warning, the run counts
     assert run.metrics["completed"] == 4
     plain = run_benchmark(wl(), instant_server, "instant", tmp_path / "t", server=adapter_for("transformers").server_side())
     assert plain.runs[0].cache_reset == "not offered"

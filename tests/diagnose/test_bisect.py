@@ -109,12 +109,19 @@ def test_bisect_names_the_one_cause_and_a_rerun_reuses_everything(folder, capsys
     assert _apply(folder, text) == 3  # the candidate failed its check
     out = capsys.readouterr().out
     assert "server_args.beta: (unset) -> 2" in out  # the short diagnosis under the FAIL
+    # a bisect stopped by its budget (or interrupted) keeps what it measured ...
+    assert main(["bisect", "cand", "b.spec", "--yes", "--max-experiments", "1"]) == 4
+    out = capsys.readouterr().out
+    assert "Bisect of cand: 1 experiments run" in out and "not proven minimal" in out
+    assert "server_args.alpha: (unset) -> 1" in out.split("not proven minimal")[1]  # [alpha, beta] reproduced
+    # ... and the next one resumes from it: that experiment is reused, not run again
     assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
     out = capsys.readouterr().out
     assert "4 differences" in out and "one cause needs at most 3 experiments" in out
+    assert out.count("results recorded, reused") >= 2  # the candidate's own, and the budgeted run's
     assert "Reproduces the regression: the cause:\n  server_args.beta: (unset) -> 2" in out
     ran = int(out.split("Bisect of cand: ")[1].split(" experiments run")[0])
-    assert 1 <= ran <= 3
+    assert 1 <= ran <= 2  # within the bound of 3, one of them already run
     assert "Plan for b.spec" in out  # each experiment shown as a plan
     assert "evidence: cand~bisect-" in out and "FAIL" in out
     state = load_state(folder / ".specdsl")
@@ -153,3 +160,45 @@ def test_bisect_before_apply_says_what_to_run(folder, capsys):
     assert main(["bisect", "cand", "b.spec", "--yes"]) == 1
     err = capsys.readouterr().err
     assert "no recorded results" in err and "specdsl apply b.spec --target cand" in err
+
+
+def _wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> None:
+    """A minimal pure-Python wheel (what `pip wheel` makes for an empty package)."""
+    import zipfile
+
+    mod, dist = name.replace("-", "_"), f"{name.replace('-', '_')}-{version}.dist-info"
+    files = {
+        f"{mod}/__init__.py": f"VERSION = {version!r}\n",
+        f"{dist}/METADATA": "Metadata-Version: 2.1\n" + f"Name: {name}\nVersion: {version}\n"
+        + "".join(f"Requires-Dist: {r}\n" for r in requires),
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{dist}/RECORD"] = "".join(f"{p},,\n" for p in files) + f"{dist}/RECORD,,\n"
+    with zipfile.ZipFile(folder / f"{mod}-{version}-py3-none-any.whl", "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+
+
+def test_a_difference_that_cannot_be_applied_alone_is_reported(folder, capsys):
+    # the candidate moves bdpin-a to 2.0 and adds bdpin-b 2.0, which pins bdpin-a 2.0:
+    # bdpin-b alone (beside the baseline's bdpin-a 1.0) cannot be installed
+    wheels = folder / "wheels"
+    wheels.mkdir()
+    _wheel(wheels, "bdpin-a", "1.0")
+    _wheel(wheels, "bdpin-a", "2.0")
+    _wheel(wheels, "bdpin-b", "2.0", ("bdpin-a==2.0",))
+    text = _spec({}, {"alpha": "1"}, {"BD_SLOW": "yes"}, [["env:BD_SLOW=yes"]])
+    stacks = (f'stack "old" {{\n  python = "system"\n  find_links = [{json.dumps(str(wheels))}]\n'
+              '  packages = ["bdpin-a==1.0"]\n}\n'
+              f'stack "new" {{\n  python = "system"\n  find_links = [{json.dumps(str(wheels))}]\n'
+              '  packages = ["bdpin-a==2.0", "bdpin-b==2.0"]\n}\n')
+    text = text.replace('experiment "base" {\n  host     = host.a\n  stack    = stack.sys',
+                        'experiment "base" {\n  host     = host.a\n  stack    = stack.old')
+    text = text.replace('experiment "cand" {\n  host     = host.a\n  stack    = stack.sys',
+                        'experiment "cand" {\n  host     = host.a\n  stack    = stack.new') + stacks
+    assert _apply(folder, text) == 3
+    capsys.readouterr()
+    assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
+    out = capsys.readouterr().out
+    assert "cannot be applied alone: stack.packages.bdpin-b" in out
+    assert "Reproduces the regression: the cause:\n  env.BD_SLOW: (unset) -> yes" in out

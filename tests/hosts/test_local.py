@@ -205,8 +205,9 @@ def test_run_unframed_log_holds_only_the_output(tmp_path):
     assert oct(log.stat().st_mode & 0o777) == oct(0o600)
 
 
-def test_registry_one_host_per_machine_and_clear_error_for_ssh(tmp_path):
+def test_registry_one_host_per_machine_and_clear_error_for_ssh(tmp_path, monkeypatch):
     from specdsl.hosts import HostError, HostRegistry, host_key
+    from specdsl.hosts.registry import KINDS, SSH_CONFIG_ENV
     from specdsl.model.config import Host as HostDecl
 
     reg = HostRegistry(env_root=tmp_path)
@@ -214,6 +215,12 @@ def test_registry_one_host_per_machine_and_clear_error_for_ssh(tmp_path):
     assert host_key(a) == host_key(b) == "local"
     assert reg.get(a) is reg.get(b)
     assert reg.get(a).env_root == tmp_path
-    with pytest.raises(HostError, match="reached over ssh"):
+    # an ssh host is connected when it is made: one that cannot be reached is a clear error
+    (tmp_path / "ssh_config").write_text("Host gpu8\n  HostName no-such-host.invalid\n")
+    monkeypatch.setenv(SSH_CONFIG_ENV, str(tmp_path / "ssh_config"))
+    with pytest.raises(HostError, match=r"host gpu8 \(bench@gpu8\): connecting: unknown host"):
         reg.get(HostDecl("gpu8", ssh="bench@gpu8"))
+    # a kind this registry has no class for
+    with pytest.raises(HostError, match="reached over ssh"):
+        HostRegistry(kinds={"local": KINDS["local"]}).get(HostDecl("gpu8", ssh="bench@gpu8"))
     assert host_key(HostDecl("gpu8", ssh="bench@gpu8")) == "ssh:bench@gpu8"

@@ -18,6 +18,7 @@ from specdsl import bench, secrets, servers
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, planned_reuse
+from specdsl.bench.datasets import local_dataset
 from specdsl.hosts import host_key
 from specdsl.plan.model import Action
 
@@ -49,6 +50,7 @@ class Benchmark:
         server = localize(exp.server, walk.spec_dir)
         prior = [] if walk.plan.rerun else prior_runs(ctx, exp.workload.runs)
         workload = attrs.evolve(exp.workload, runs=exp.workload.runs - len(prior)) if prior else exp.workload
+        workload = attrs.evolve(workload, dataset=local_dataset(workload.dataset, walk.spec_dir))
         try:
             if workload.command:
                 result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
@@ -93,7 +95,8 @@ class Benchmark:
 
         def more(doc: dict) -> bool:
             base, cand, pairs = judge.blocks_of(doc, doc.get("effective", {}).get("B", {}))
-            verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs), env, adaptive=True)
+            verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc)), env,
+                                              adaptive=True)
             look = judge.schedule_for(exp.workload)
             n = len(pairs)
             if look is not None and n not in look.looks():

@@ -23,12 +23,19 @@ class Check:
         doc = document_of(run, state_dir) if run is not None and "paired" in bench_step.payload else None
         if doc is not None and doc.get("pairs"):
             base, cand, pairs = judge.blocks_of(doc, effective_of(run))
-            measured, adaptive = judge.Measured(cand, base, pairs), True
+            measured, adaptive = judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc)), True
+        elif exp.baseline is not None and exp.baseline.kind == "track" and exp.baseline.mode == "paired":
+            # paired, but the graph found no configuration to rebuild the track from
+            mine = load_results(state, state_dir, bench_step.identity)
+            measured, adaptive = judge.Measured(mine, None, candidate_runs=per_run(run, state_dir),
+                                                baseline_missing=step.payload.get("baseline_missing", ""),
+                                                client_bound=judge.client_bound_of(document_of(run, state_dir) if run is not None and run.folder else None)), False
         else:
             mine = load_results(state, state_dir, bench_step.identity)
             baseline = baseline_results(state, state_dir, exp, walk.graph)
             measured, adaptive = judge.Measured(mine, baseline, candidate_runs=per_run(run, state_dir),
-                                                baseline_note=baseline_note(state, exp)), False
+                                                baseline_note=baseline_note(state, exp, run.id if run is not None else None),
+                                                client_bound=judge.client_bound_of(document_of(run, state_dir) if run is not None and run.folder else None)), False
         assertion = step.payload["assertion"]
         verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
         with walk.mutex:
@@ -45,13 +52,16 @@ class Check:
         return Outcome(ctx.addr, step.kind, Status.COMPLETED, Reason.DONE, verdict.detail, verdict=verdict.status)
 
 
-def baseline_note(state, exp) -> str:
-    """How a baseline not measured alongside was measured."""
+def baseline_note(state, exp, mine: str | None) -> str:
+    """How a baseline not measured alongside was measured. `mine` is the
+    candidate's result run: once it is the track's baseline, the note names
+    the run it replaced, as `baseline_results` reads it (`State.baseline_for`),
+    so the verdict's text does not change when the candidate is promoted."""
     if exp.baseline is None:
         return ""
     if exp.baseline.kind == "experiment":
         return f"baseline {exp.baseline.name} was measured apart (another machine): drift between them is not controlled"
-    base = state.baseline(exp.baseline.name)
-    run = state.run(base.run) if base is not None else None
+    base = state.baseline_for(exp.baseline.name, mine)
+    run = state.run(base) if base is not None else None
     when = run.finished if run is not None else "an unknown time"
     return f"baseline: the recorded result of track {exp.baseline.name} (measured {when}): drift since then is not controlled"

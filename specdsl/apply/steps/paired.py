@@ -21,8 +21,10 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
+from specdsl.apply import gpus
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import localize
+from specdsl.bench.datasets import local_dataset
 from specdsl.graph.pairs import BASELINE, CANDIDATE, schedule
 from specdsl.hosts import Cancelled
 from specdsl.plan.diff import first_pairs, max_runs
@@ -87,14 +89,16 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
         n = len(done.launches)
         sub = there / f"launch-{n}-{letter}"
         ctx.progress(f"pair arm {letter} ({arm.name}): starting its server")
+        pinned = gpus.pin(walk, ctx.addr, host, step.payload["host"], arm.server, ctx.stop)  # the pair's own GPUs
         try:
-            handle = servers.launch(arm.server, arm.env, sub, host=host, progress=ctx.progress, stop=ctx.stop)
+            handle = servers.launch(pinned, arm.env, sub, host=host, progress=ctx.progress, stop=ctx.stop)
         except servers.LaunchError as exc:
             host.collect(there, folder)
             raise StepFailed(f"arm {letter} ({arm.name}): {exc}", str(folder / sub.name / "server.log")) from None
         with walk.mutex:
             walk.result.launches += 1
-        done.launches.append({"arm": letter, "argv": list(handle.argv), "log": str(folder / sub.name / "server.log")})
+        done.launches.append({"arm": letter, "argv": list(handle.argv), "log": str(folder / sub.name / "server.log"),
+                              **gpus.visible(walk, ctx.addr, step.payload["host"])})
         state.update(handle=handle, arm=letter)
         return handle
 
@@ -119,7 +123,7 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
         handle = serve(letter)
         arm = arms[letter]
         sub = folder / f"pair-{i}-{letter}"
-        w = attrs.evolve(workload, runs=workload.block)
+        w = attrs.evolve(workload, runs=workload.block, dataset=local_dataset(workload.dataset, walk.spec_dir))
         try:
             if w.command:
                 result = bench.run_command_workload(w, host=host, server_host=handle.bind, port=handle.port,
@@ -185,6 +189,7 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
     candidate = {i for p in doc["pairs"] for b in p["blocks"] if b["arm"] == CANDIDATE for i in b["runs"]}
     metrics = medians_of_runs([r for r in doc["runs"] if r["index"] in candidate])
     argv = next((tuple(x["argv"]) for x in reversed(launches) if x["arm"] == CANDIDATE), ())
+    effective = effective | gpus.visible(ctx.walk, ctx.addr, ctx.step.payload["host"])  # the GPUs both arms ran on
     run = attrs.evolve(ctx.writer.run_record(ctx.step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
                                              effective=effective, argv=argv), runs=len(doc["pairs"]))
     ctx.writer.step_done(ctx.step, run)

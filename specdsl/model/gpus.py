@@ -1,0 +1,109 @@
+"""GPUs: which devices a host offers and how many a server needs.
+
+A host block declares its GPUs (`gpus = 8`, or the device ids
+`gpus = [0, 2, 5]`); a server declares what it needs (`gpus = 2`), or it
+is read from its args with the engines' flag tables (`specdsl.facts`,
+matched by destination, so every spelling and alias counts):
+
+- vLLM: tensor x pipeline x data parallel size (`--data-parallel-size-local`
+  in place of the data parallel size when given: the ranks on this node);
+  decode context parallelism runs inside the tensor-parallel group;
+- SGLang: tensor x pipeline x data parallel size, the data parallel size
+  left out with `--enable-dp-attention` (attention DP runs inside the TP
+  group), divided by `--nnodes`; expert parallelism is inside TP too;
+- `transformers serve`: 1;
+- `command`: the whole machine (specdsl cannot know what it uses).
+
+Pure: no I/O. Used by validate (a server needing more GPUs than its host
+has is an error), graph/plan (plan shows each server's GPUs) and apply
+(the scheduler hands out disjoint GPU sets).
+"""
+
+from __future__ import annotations
+
+from specdsl.facts import engine_flags
+from specdsl.model import config
+
+# (dest, ...) multiplied into the need; None: an arg that does not change it
+_SIZE_DESTS = {
+    "vllm": ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"),
+    "sglang": ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"),
+}
+
+WHOLE = None  # a need of the whole machine
+
+
+def host_devices(host: config.Host) -> tuple[int, ...]:
+    """The device ids specdsl may use on `host` (() for a host without GPUs)."""
+    return host.gpu_ids or tuple(range(host.gpus))
+
+
+def _arg_values(server: config.Server) -> dict[str, object]:
+    """The server's args by destination (`tp-size` and `tensor-parallel-size`
+    are both `tensor_parallel_size`); unknown flags are left out."""
+    flags = engine_flags(server.engine)
+    out: dict[str, object] = {}
+    for key, value in server.args:
+        info = flags.get(key)
+        if info is not None:
+            out[info.dest] = value
+    return out
+
+
+def _int(value: object, default: int = 1) -> int:
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return default
+
+
+def server_need(server: config.Server) -> int | None:
+    """How many GPUs `server` uses: its `gpus`, else what its args say;
+    `WHOLE` (None) for a server whose needs specdsl cannot read (the
+    `command` engine without `gpus`)."""
+    if server.gpus is not None:
+        return server.gpus
+    if server.engine == "transformers":
+        return 1
+    dests = _SIZE_DESTS.get(server.engine)
+    if dests is None:
+        return WHOLE
+    args = _arg_values(server)
+    need = 1
+    for dest in dests:
+        if dest == "data_parallel_size":
+            if server.engine == "sglang" and args.get("enable_dp_attention") is True:
+                continue
+            if server.engine == "vllm" and "data_parallel_size_local" in args:
+                need *= max(1, _int(args["data_parallel_size_local"]))
+                continue
+        need *= max(1, _int(args.get(dest, 1)))
+    if server.engine == "sglang":
+        nodes = max(1, _int(args.get("nnodes", 1)))
+        need = max(1, -(-need // nodes))
+    return need
+
+
+def need_text(need: int | None, host: config.Host) -> str:
+    """`2 of 8 GPUs`, `all 8 GPUs`, ... for plan and messages."""
+    total = len(host_devices(host))
+    if need is WHOLE:
+        return f"all {total} GPUs" if total else "the whole machine"
+    if need == 0:
+        return "no GPU"
+    return f"{need} of {total} GPU{'s' if total != 1 else ''}"
+
+
+def plan_note(host: config.Host, servers) -> str:
+    """What plan says of a server's GPUs on a host that declares them
+    (`2 of 8 GPUs`; a paired benchmark's arms share theirs), else ""."""
+    if not host_devices(host):
+        return ""
+    needs = [server_need(s) for s in servers]
+    need = WHOLE if any(n is WHOLE for n in needs) else max(needs)
+    return need_text(need, host)

@@ -1,0 +1,80 @@
+"""A realistic SGLang double (stdlib only), installed as the module
+`sglang.launch_server` of a wheel named sglang at 0.5.6 or 0.5.9 (see
+test_sglang_replay.py): started as SGLang is, it writes the startup lines
+that release writes (their wording as in specdsl/facts, the story's lines
+verbatim for 0.5.9), chooses its attention backend as the story's servers
+did when none is given (0.5.6: flashinfer; 0.5.9 on Blackwell: triton),
+serves `/health`, one completion, `/server_info` (unresolved values, as
+SGLang reports them) and `/speed` (100 tok/s with flashinfer, 85 with
+triton, seeded noise of 1%).
+"""
+
+import json
+import random
+import signal
+import sys
+import os
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from sglang import VERSION
+
+argv = sys.argv[1:]
+PORT = int(argv[argv.index("--port") + 1])
+ASKED = argv[argv.index("--attention-backend") + 1] if "--attention-backend" in argv else None
+OLD = VERSION.startswith("0.5.6")
+BACKEND = ASKED or ("flashinfer" if OLD else "triton")
+RNG = random.Random(7 if OLD else 9)  # seeded: the same noise on every machine
+
+
+def log(line: str) -> None:
+    print(f"[2026-02-27 15:18:25] {line}", flush=True)
+
+
+log(f"INFO server_args.py:1: server_args=ServerArgs(model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto')")
+if OLD:
+    if ASKED is None:
+        log("WARNING server_args.py:1183: Attention backend not explicitly specified. Use flashinfer backend by default.")
+    log("Init torch distributed ends. mem usage=0.00 GB")
+    log("Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=70.10 GB, mem usage=1.52 GB.")
+else:
+    log("WARNING model_config.py:955: DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0. This might cause accuracy degradation on Blackwell.")
+    if ASKED is None:
+        log("INFO server_args.py:1835: Attention backend not specified. Use triton backend by default.")
+    log("Init torch distributed ends. elapsed=0.41 s, mem usage=0.00 GB")
+    log("Load weight end. elapsed=1.20 s, type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=70.10 GB, mem usage=1.52 GB.")
+log("Using KV cache dtype: torch.bfloat16")
+INFO = {"attention_backend": ASKED, "kv_cache_dtype": "auto", "version": VERSION, "tp_size": 1}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, body):
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path == "/health":
+            self._send(200, {})
+        elif self.path == "/speed":
+            base = 100.0 if BACKEND == "flashinfer" else 85.0
+            self._send(200, {"tps": base * (1 + 0.01 * RNG.gauss(0, 1))})
+        elif self.path == "/server_info":
+            self._send(200, INFO)
+        else:
+            self._send(404, {})
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self._send(200, {"choices": [{"text": " hi", "index": 0}]})
+
+
+signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+log("The server is fired up and ready to roll!")
+server.serve_forever()
