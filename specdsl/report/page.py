@@ -235,12 +235,17 @@ def track_body(v: TrackView, context=None) -> list[str]:
     out.append(table(["time", "experiment", "run", esc(v.metric), "verdicts it rests on", "previous run"], rows))
     if v.lock:
         out.append(f"<h2>Current stack lock</h2><p class=\"meta\">{esc(v.lock_path)}</p>")
-        head = [(k, val) for k, val in v.lock if not k.startswith("resolved.packages.")]
-        packages = [(k[len("resolved.packages."):], val) for k, val in v.lock if k.startswith("resolved.packages.")]
+        mine = [(k, val) for k, val in v.lock if not k.startswith("previous.")]
+        head = [(k, val) for k, val in mine if not k.startswith("resolved.packages.")]
+        packages = [(k[len("resolved.packages."):], val) for k, val in mine if k.startswith("resolved.packages.")]
+        previous = [(k[len("previous."):], val) for k, val in v.lock if k.startswith("previous.")]
         out.append(table(["key", "value"], [[td(k), td(val)] for k, val in head]))
-        if packages:
+        if packages:  # folded: a page to read, not a freeze file
             out.append(f"<details><summary>{len(packages)} resolved packages</summary>"
                        + table(["package", "version"], [[td(k), td(val)] for k, val in packages]) + "</details>")
+        if previous:
+            out.append(f"<details><summary>the lock it replaced ({len(previous)} keys)</summary>"
+                       + table(["key", "value"], [[td(k), td(val)] for k, val in previous]) + "</details>")
     if v.latest is not None:
         out.append(f"<h2>The latest promotion: experiment {esc(v.latest.name)}</h2>")
         out += experiment_body(v.latest, context, level="h3")
