@@ -44,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
 _LANG_COMMANDS = ("validate", "fmt")
 # Nor do the plan commands need apply's (the walker, the load generator,
 # aiohttp, rich): a plan of 1,000 cells would wait on those imports.
-_PLAN_COMMANDS = ("plan", "show", "graph", "state", "force-unlock", "history")
+_PLAN_COMMANDS = ("plan", "show", "graph", "state", "force-unlock", "history", "report")
 
 
 def build_parser(lang_only: bool = False, plan_only: bool = False) -> argparse.ArgumentParser:
@@ -65,7 +65,9 @@ def _command_modules(with_apply: bool = True):
         from specdsl.cli import apply_commands, calibrate_commands, destroy_commands, diagnose_commands
 
         modules += [apply_commands, calibrate_commands, diagnose_commands, destroy_commands]
-    return modules
+    from specdsl.cli import report_commands
+
+    return modules + [report_commands]
 
 
 class _Redacting:

@@ -1,0 +1,90 @@
+"""What differs between the arms of an experiment, as state recorded it:
+their environments (Python, resolved packages, torch/CUDA/NCCL: what a stack
+lock records), their server configurations (from the launch or paired
+benchmark step records) and the effective configurations the servers
+reported. `ix` is a specdsl.report.gather.Index."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from specdsl.apply.results import effective_of
+from specdsl.state import Environment
+
+
+@attrs.frozen
+class Difference:
+    section: str  # "stack", "server", "effective"
+    key: str
+    baseline: str
+    candidate: str
+
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict):
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if value is None:
+        return {}
+    return {prefix: value if isinstance(value, str) else json.dumps(value)}
+
+
+def _diff(section: str, a: dict[str, str], b: dict[str, str]) -> list[Difference]:
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            out.append(Difference(section, key, a.get(key, "(absent)"), b.get(key, "(absent)")))
+    return out
+
+
+def _arm_config(ix, experiment: str, content: dict | None = None) -> tuple[str, dict] | None:
+    """(provision identity, server configuration) of an experiment's own
+    benchmark (read from its recorded launch step)."""
+    content = content if content is not None else ix.content(f"benchmark.{experiment}")
+    launch = ix.launches.get(content.get("launch", ""))
+    if launch is None:
+        return None
+    c = launch.content_dict()
+    return str(c.get("provision", "")), dict(c.get("server", {}))
+
+
+def _env_flat(env: Environment | None) -> dict[str, str]:
+    if env is None:
+        return {}
+    out = {"python": env.python_version}
+    out.update({f"packages.{k}": v for k, v in env.packages})
+    out.update({f"torch.{k}": v for k, v in env.torch})
+    if env.nvcc:
+        out["nvcc"] = env.nvcc
+    return out
+
+
+def differences_of(ix, name: str, content: dict, doc: dict | None, run, base_run) -> list[Difference]:
+    """Stack, server and effective differences of the baseline arm and
+    the candidate (`content`: the candidate's benchmark step record)."""
+    arms = content.get("arms") if isinstance(content.get("arms"), dict) else None
+    if arms:
+        a = (str(arms["baseline"].get("provision", "")), dict(arms["baseline"].get("server", {})))
+        b = (str(arms["candidate"].get("provision", "")), dict(arms["candidate"].get("server", {})))
+    else:
+        b = _arm_config(ix, name, content)
+        a = _arm_config(ix, base_run.experiment) if base_run is not None else None
+    out: list[Difference] = []
+    if a is not None and b is not None:
+        env_a, env_b = ix.state.environment(a[0]), ix.state.environment(b[0])
+        if a[0] != b[0] and (env_a is None or env_b is None):
+            out.append(Difference("stack", "environment", a[0][:12] if env_a else "(not recorded)", b[0][:12] if env_b else "(not recorded)"))
+        out += _diff("stack", _env_flat(env_a), _env_flat(env_b))
+        out += _diff("server", _flat(a[1]), _flat(b[1]))
+    if doc and doc.get("pairs"):
+        eff = doc.get("effective", {})
+        out += _diff("effective", _flat(eff.get("A", {})), _flat(eff.get("B", {})))
+    elif base_run is not None and run is not None:
+        out += _diff("effective", _flat(effective_of(base_run)), _flat(effective_of(run)))
+    return out

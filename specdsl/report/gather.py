@@ -1,0 +1,393 @@
+"""From state to what a report shows: plain records, no drawing.
+
+`gather(state, state_dir, name)` finds what `name` is (an experiment, a
+matrix experiment's cells, a track; `experiment.NAME` or `track.NAME` when
+both exist) and returns an `ExperimentView`, a `SweepView` or a
+`TrackView` (specdsl.report.collections). `NotFound` says what state holds
+instead.
+
+An experiment's records: its benchmark result (the latest completed run of
+its benchmark step), its runs in the order they ran with the arm of each
+(both arms of a paired benchmark; else the baseline's benchmark, then its
+own), the pooled latency samples of each arm, the verdict of each check,
+the stack and server difference between the arms, and every step of it
+whose latest run failed (with the step it was skipped because of).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import attrs
+
+from specdsl.apply import checks
+from specdsl.apply.results import document_of, effective_of
+from specdsl.diag import did_you_mean
+from specdsl.model.assert_shape import noise_key, shape_of
+from specdsl.report import verdicts as vlines
+from specdsl.report.differences import Difference, differences_of
+from specdsl.state import RunRecord, State
+from specdsl.state.promotions import verdict_detail, verdict_status
+
+LATENCIES = ("ttft", "itl", "e2el")
+HEADLINES = ("output_throughput", "total_token_throughput", "request_throughput", "median_ttft_ms", "median_e2el_ms")
+_SKIPPED_BECAUSE = re.compile(r"skipped because (\S+) failed")
+
+
+class NotFound(Exception):
+    """Nothing to report for the name given; the message says what state holds."""
+
+
+@attrs.frozen
+class Verdict:
+    check: str
+    assertion: str  # the expression as written (canonical layout)
+    status: str  # pass, fail, inconclusive, error
+    detail: str
+    numbers: vlines.Numbers | None = None  # estimate, interval, threshold, n (gating verdicts)
+    points: tuple[float, ...] = ()  # per pair ratios (ratio) or per block values (absolute)
+    time: str = ""
+    metric: str = ""  # the per-run metric that tracks the assertion's candidate term (`p99(itl)`: p99_itl_ms)
+
+
+@attrs.frozen
+class RunPoint:
+    """One run of a benchmark: its place in time, arm, launch and pair."""
+
+    order: int
+    arm: str  # "A" baseline, "B" candidate
+    value: float | None
+    launch: int | None = None
+    pair: int | None = None
+
+
+@attrs.frozen
+class Arm:
+    letter: str
+    experiment: str
+    samples: dict[str, tuple[float, ...]]  # ttft, itl, e2el in ms, every measured request of the arm
+
+
+@attrs.frozen
+class Failure:
+    step: str
+    status: str
+    reason: str
+    run: str
+    time: str
+    log: str = ""  # the run folder's newest log, relative to the state folder
+    tail: str = ""  # its last lines
+
+
+@attrs.frozen
+class ExperimentView:
+    name: str
+    run: RunRecord | None  # its benchmark result
+    paired: bool
+    baseline: str  # the baseline experiment, `track NAME`, or "" (none)
+    base_run: RunRecord | None
+    metric: str  # the headline metric of the runs plot
+    runs: tuple[RunPoint, ...]
+    arms: tuple[Arm, ...]
+    verdicts: tuple[Verdict, ...]
+    differences: tuple[Difference, ...]
+    failures: tuple[Failure, ...]
+    notes: tuple[str, ...] = ()
+
+
+class Index:
+    """State looked up by address, id and identity, once (a sweep asks
+    thousands of times)."""
+
+    def __init__(self, state: State, state_dir: Path) -> None:
+        self.state, self.state_dir = state, Path(state_dir)
+        self.runs = {r.id: r for r in state.runs}
+        self.by_step: dict[str, list[RunRecord]] = {}
+        self.by_experiment: dict[str, list[RunRecord]] = {}
+        for r in state.runs:
+            self.by_step.setdefault(r.step, []).append(r)
+            self.by_experiment.setdefault(r.experiment, []).append(r)
+        self.steps = {s.addr: s for s in state.steps}
+        self.launches = {s.identity: s for s in state.steps if s.kind == "launch"}
+        self.checks: dict[str, list[str]] = {}
+        for addr in sorted(set(self.steps) | set(self.by_step)):
+            if addr.startswith("check."):
+                for exp in self.by_experiment_of_check(addr):
+                    self.checks.setdefault(exp, []).append(addr)
+
+    def by_experiment_of_check(self, addr: str) -> list[str]:
+        runs = self.by_step.get(addr)
+        if runs:
+            return [runs[-1].experiment]
+        # a check with a record but no run: its experiment is the address minus the check's name
+        head = addr[len("check."):].rsplit(".", 1)[0]
+        return [head]
+
+    def content(self, addr: str) -> dict:
+        step = self.steps.get(addr)
+        return step.content_dict() if step is not None else {}
+
+    def result(self, experiment: str) -> RunRecord | None:
+        """The benchmark result of `experiment`: its step's recorded
+        result, else the latest completed run of its benchmark step."""
+        addr = f"benchmark.{experiment}"
+        step = self.steps.get(addr)
+        if step is not None:
+            run = self.state.result(step.identity)
+            if run is not None and run.step == addr:
+                return run
+        return next((r for r in reversed(self.by_step.get(addr, ())) if r.status == "completed"), None)
+
+    def verdict_run(self, addr: str) -> RunRecord | None:
+        step = self.steps.get(addr)
+        runs = [r for r in self.by_step.get(addr, ()) if r.status == "completed"]
+        if step is not None:
+            mine = [r for r in runs if r.identity == step.identity]
+            runs = mine or runs
+        return runs[-1] if runs else None
+
+    def experiments(self) -> list[str]:
+        return sorted(e for e in self.by_experiment if e)
+
+
+def _doc(run: RunRecord | None, state_dir: Path) -> dict | None:
+    return document_of(run, state_dir) if run is not None and run.folder else None
+
+
+def _pooled(runs: list[dict]) -> dict[str, tuple[float, ...]]:
+    out: dict[str, list[float]] = {d: [] for d in LATENCIES}
+    for r in runs:
+        for d in LATENCIES:
+            out[d].extend(float(v) for v in r.get("samples", {}).get(d, ()))
+    return {d: tuple(v) for d, v in out.items()}
+
+
+def experiment_view(ix: Index, name: str) -> ExperimentView:
+    state_dir = ix.state_dir
+    run = ix.result(name)
+    bench_content = ix.content(f"benchmark.{name}")
+    doc = _doc(run, state_dir)
+    paired = bool(doc and doc.get("pairs"))
+    notes: list[str] = []
+    if run is not None and doc is None:
+        notes.append(f"the run folder of {run.id} ({run.folder}) is gone: runs and latency samples cannot be shown, only the medians state kept")
+
+    baseline, base_run, base_doc = _baseline_of(ix, name, doc)
+    verdict_list = [_verdict(ix, addr, name, doc, run, base_run, base_doc) for addr in ix.checks.get(name, ())]
+    metric = _headline(ix, verdict_list, run, doc)
+
+    runs: list[RunPoint] = []
+    arms: list[Arm] = []
+    if paired:
+        arm_of: dict[int, tuple[str, int, int]] = {}
+        for p in doc["pairs"]:
+            for b in p["blocks"]:
+                for i in b["runs"]:
+                    arm_of[i] = (b["arm"], b.get("launch"), p["pair"])
+        ordered = sorted(doc.get("runs", ()), key=lambda r: r["index"])
+        for k, r in enumerate(ordered):
+            arm, launch, pair = arm_of.get(r["index"], ("", None, None))
+            runs.append(RunPoint(k, arm, r.get("metrics", {}).get(metric), launch, pair))
+        names = doc.get("arms", {})
+        for letter in ("A", "B"):
+            mine = [r for r in ordered if arm_of.get(r["index"], ("",))[0] == letter]
+            arms.append(Arm(letter, names.get(letter, baseline if letter == "A" else name), _pooled(mine)))
+    else:
+        parts = [("A", base_run, base_doc, baseline)] if base_run is not None else []
+        parts.append(("B", run, doc, name))
+        parts.sort(key=lambda p: p[1].started if p[1] is not None else "")
+        k = 0
+        for launch, (letter, r, d, who) in enumerate(parts):
+            if r is None:
+                continue
+            ordered = sorted((d or {}).get("runs", ()), key=lambda x: x.get("index", 0))
+            for x in ordered:
+                runs.append(RunPoint(k, letter, x.get("metrics", {}).get(metric), launch))
+                k += 1
+            if d is None and r.metric(metric) is not None:
+                runs.append(RunPoint(k, letter, r.metric(metric), launch))
+                k += 1
+            arms.append(Arm(letter, who, _pooled(ordered)))
+        arms.sort(key=lambda a: a.letter)
+        if base_run is not None:
+            notes.append("the baseline was not measured alongside: its runs come first, drift between the arms is not controlled")
+
+    differences = differences_of(ix, name, bench_content, doc, run, base_run)
+    return ExperimentView(name, run, paired, baseline, base_run, metric, tuple(runs), tuple(arms),
+                          tuple(verdict_list), tuple(differences), tuple(failures_of(ix, name)), tuple(notes))
+
+
+def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord | None, dict | None]:
+    """(what the experiment compares against, the baseline's benchmark run
+    when measured apart, its document)."""
+    if doc and doc.get("pairs"):
+        return doc.get("arms", {}).get("A", ""), None, None
+    for addr in ix.checks.get(name, ()):
+        base = ix.content(addr).get("baseline")
+        if isinstance(base, dict) and "paired" in base:
+            return str(base["paired"]), None, None
+        if isinstance(base, dict) and "track" in base:
+            track = str(base["track"])
+            mine = ix.result(name)
+            rid = ix.state.baseline_for(track, mine.id if mine is not None else None)
+            r = ix.runs.get(rid) if rid else None
+            return f"track {track}", r, _doc(r, ix.state_dir)
+        if isinstance(base, str):  # the baseline benchmark's identity
+            r = ix.state.result(base)
+            if r is not None:
+                return r.experiment, r, _doc(r, ix.state_dir)
+    return "", None, None
+
+
+def _verdict(ix: Index, addr: str, name: str, doc, run, base_run, base_doc) -> Verdict:
+    check = addr[len(f"check.{name}."):] if addr.startswith(f"check.{name}.") else addr
+    expr, text = vlines.assertion_of(ix.content(addr))
+    vrun = ix.verdict_run(addr)
+    if vrun is None:
+        last = ix.by_step.get(addr, [])
+        why = last[-1].reason if last else "no verdict recorded"
+        return Verdict(check, text, "error", why or "no verdict recorded")
+    status, detail = verdict_status(vrun) or "error", verdict_detail(vrun)
+    numbers = vlines.parse_line(detail)
+    points: tuple[float, ...] = ()
+    if expr is not None and numbers is not None:
+        try:
+            points = _points(expr, doc, run, base_run, base_doc)
+        except (checks.Missing, TypeError, ValueError, ZeroDivisionError, KeyError):
+            points = ()  # a value the verdict needed a variable for: the interval is still shown
+    metric = ""
+    if expr is not None:
+        shape = shape_of(expr)
+        metric = (noise_key(shape.candidate) or "") if shape.kind != "exact" else ""
+    return Verdict(check, text, status, detail, numbers, points, vrun.finished or vrun.started, metric)
+
+
+def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
+    """The values the interval was computed from, as judge computes them."""
+    from specdsl.apply.judge import blocks_of
+
+    shape = shape_of(expr)
+
+    def value(term, mine, base) -> float:
+        return float(checks.evaluate(term, mine, base, {}, []))
+
+    if doc and doc.get("pairs"):
+        _a, _b, pairs = blocks_of(doc, effective_of(run))
+        if shape.kind == "ratio":
+            return tuple(value(shape.candidate, b, None) / value(shape.baseline, None, a) for a, b in pairs)
+        if shape.kind == "absolute":
+            return tuple(value(shape.candidate, b, None) for _a, b in pairs)
+        return ()
+    if doc is None or shape.kind not in ("ratio", "absolute"):
+        return ()
+    per_run = [checks.Results.from_bench({"runs": [r]}, {}) for r in doc.get("runs", ())]
+    values = tuple(value(shape.candidate, r, None) for r in per_run)
+    if shape.kind == "ratio" and base_run is not None:
+        base = checks.Results.from_bench(base_doc, {}) if base_doc else checks.Results((dict(base_run.metrics),), {}, {})
+        b = value(shape.baseline, None, base)
+        return tuple(v / b for v in values)
+    return values if shape.kind == "absolute" else ()
+
+
+def _headline(ix: Index, verdicts: list[Verdict], run: RunRecord | None, doc) -> str:
+    """The metric the runs plot shows: the first gating assertion's, when
+    each run records it; else throughput."""
+    have = set(dict(run.metrics)) if run is not None else set()
+    if doc and doc.get("runs"):
+        have |= set(doc["runs"][0].get("metrics", {}))
+    return headline(verdicts, have)
+
+
+def headline(verdicts, have: set[str]) -> str:
+    for v in verdicts:
+        if v.metric and v.metric in have:
+            return v.metric
+    return next((m for m in HEADLINES if m in have), sorted(have)[0] if have else "output_throughput")
+
+
+def failures_of(ix: Index, name: str) -> list[Failure]:
+    """Each step of the experiment whose latest run did not complete, and
+    the step each skipped one names as the cause."""
+    latest: dict[str, RunRecord] = {}
+    for r in ix.by_experiment.get(name, ()):
+        latest[r.step] = r
+    out, seen = [], set()
+
+    def add(r: RunRecord) -> None:
+        if r.step in seen:
+            return
+        seen.add(r.step)
+        log, tail = log_tail(ix.state_dir, r) if r.status == "failed" else ("", "")
+        out.append(Failure(r.step, r.status, r.reason or "(no reason recorded)", r.id, r.finished or r.started, log, tail))
+        m = _SKIPPED_BECAUSE.search(r.reason or "")
+        if m and m.group(1) in ix.by_step:
+            cause = ix.by_step[m.group(1)][-1]
+            if cause.status != "completed":
+                add(cause)
+
+    for step, r in latest.items():
+        if r.status != "completed":
+            add(r)
+    return out
+
+
+TAIL_LINES = 20
+
+
+def log_tail(state_dir: Path, run: RunRecord, lines: int = TAIL_LINES) -> tuple[str, str]:
+    """(path, last lines) of the newest log in a failed run's folder: the
+    server's or installer's own words on why (a paired run holds one log
+    per launch; the newest is the one that failed)."""
+    if not run.folder:
+        return "", ""
+    folder = Path(state_dir) / run.folder
+    try:
+        logs = sorted(folder.rglob("*.log"), key=lambda p: (p.stat().st_mtime, str(p)))
+    except OSError:
+        return "", ""
+    if not logs:
+        return "", ""
+    try:
+        text = logs[-1].read_text(errors="replace")
+    except OSError:
+        return "", ""
+    return str(logs[-1].relative_to(state_dir)), "\n".join(text.splitlines()[-lines:])
+
+
+def gather(state: State | None, state_dir: Path, name: str):
+    """The view of `name`: an experiment, a matrix experiment's cells or a
+    track. NotFound (with what state holds) when it names nothing there,
+    or an experiment without a result, a verdict or a failure."""
+    from specdsl.report import collections
+
+    if state is None:
+        raise NotFound(f"no state recorded in {state_dir}")
+    ix = Index(state, state_dir)
+    kind, _, bare = name.partition(".") if name.startswith(("experiment.", "track.")) else ("", "", name)
+    experiments = ix.experiments()
+    cells = [e for e in experiments if e.startswith(bare + "[")]
+    is_exp = bare in ix.by_experiment or bool(cells)
+    is_track = bare in state.tracks()
+    if kind == "track" or (not kind and is_track and not is_exp):
+        if not is_track:
+            raise NotFound(_unknown(f"track `{bare}`", bare, state.tracks(), "tracks with promotions"))
+        return collections.track_view(ix, bare)
+    if kind == "" and is_track and is_exp:
+        raise NotFound(f"`{bare}` is both an experiment and a track; name one: `experiment.{bare}` or `track.{bare}`")
+    if not is_exp:
+        bases = sorted({e.split("[", 1)[0] for e in experiments})
+        raise NotFound(_unknown(f"experiment or track `{bare}`", bare, bases + list(state.tracks()), "experiments and tracks recorded"))
+    if bare not in ix.by_experiment:
+        return collections.sweep_view(ix, bare, cells)
+    view = experiment_view(ix, bare)
+    if view.run is None and not view.verdicts and not view.failures:
+        steps = sorted({r.step for r in ix.by_experiment[bare]})
+        raise NotFound(f"No results of experiment `{bare}` recorded: its benchmark has not run "
+                       f"(recorded steps: {', '.join(steps)}); run `specdsl apply` first")
+    return view
+
+
+def _unknown(what: str, name: str, known, label: str) -> str:
+    hint = did_you_mean(name, known) or (f"{label}: " + ", ".join(known) if known else "nothing is recorded in this state yet")
+    return f"No {what} recorded; {hint}"
