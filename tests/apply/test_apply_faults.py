@@ -155,8 +155,10 @@ def _start_long_apply(tmp_path, tiny_model):
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
         state = load_state(tmp_path / ".specdsl") if (tmp_path / ".specdsl" / "state.toml").exists() else None
-        if state is not None and state.servers:
-            return proc, state.servers[0]
+        # recorded "starting" before anything waits on it; "ready" once it answers
+        ready = [s for s in state.servers if s.status == "ready"] if state is not None else []
+        if ready:
+            return proc, ready[0]
         if proc.poll() is not None:
             pytest.fail("apply ended before its server started:\n" + proc.stdout.read())
         time.sleep(0.5)

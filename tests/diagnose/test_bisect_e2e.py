@@ -14,7 +14,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "apply"))
 from apply_helpers import REPO, processes_mentioning, specdsl  # noqa: E402
 
-pytestmark = pytest.mark.e2e
+# about 220 s on 2 quiet cores: a proof run on demand (`-m proof`), not in CI's
+# default run; the ddmin logic runs in the fast suite (test_bisect.py)
+pytestmark = [pytest.mark.e2e, pytest.mark.proof]
 
 TINY = REPO / "examples" / "quickstart" / "tiny-llama"
 # The quickstart's stack, as it is written there: its environment is reused by identity.
