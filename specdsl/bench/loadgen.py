@@ -239,19 +239,42 @@ class _Bench:
 
     async def all_runs(self) -> list[RunResult]:
         w, runner = self.w, self.runner
-        if w.warmup > 0:
-            self.say(f"warmup: {w.warmup} requests")
-            prompts, _ = self.source.prompts(w.warmup, "warmup")
-            records, _ = await runner.until_stopped(runner.closed_loop(self.bodies(prompts), w.warmup, w.concurrency, {}))
-            if not any(r.ok for r in records):
-                reasons = describe_failures(_reasons(records))
-                raise BenchError(f"warmup: all {len(records)} requests to {runner.url} failed: {reasons}")
+        await self.warm_up()
         results: list[RunResult] = []
         for k in range(w.runs):
             if k > 0 and w.cooldown > 0:
                 await runner.until_stopped(asyncio.sleep(w.cooldown))
             results.append(await self.one_run(self.first_run + k, k))
         return results
+
+    async def warm_up(self) -> None:
+        """The `warmup` requests, then batches of `concurrency` requests
+        until `warmup_time` has passed since the warmup began: a count
+        alone did not warm a continuous-batching server on a GPU (docs/gpu-run.md).
+        None of them is measured; a warmup whose every request failed
+        ends the benchmark."""
+        w, runner = self.w, self.runner
+        seconds = w.warmup_time or 0.0
+        if w.warmup <= 0 and seconds <= 0:
+            return
+        self.say(f"warmup: {w.warmup} requests" + (f", then batches of {w.concurrency} for {seconds:g}s" if seconds > 0 else ""))
+        start = time.monotonic()
+        sent = ok = 0
+        count, batch = w.warmup, 0
+        while True:
+            if count > 0:  # each batch its own prompts: a prefix cache must not make the warmup cheap
+                prompts, _ = self.source.prompts(count, "warmup" if batch == 0 else f"warmup-{batch}")
+                records, _ = await runner.until_stopped(runner.closed_loop(self.bodies(prompts), count, w.concurrency, {}))
+                sent += len(records)
+                ok += sum(1 for r in records if r.ok)
+                if records and not any(r.ok for r in records):
+                    reasons = describe_failures(_reasons(records))
+                    raise BenchError(f"warmup: all {len(records)} requests to {runner.url} failed: {reasons}")
+            if time.monotonic() - start >= seconds:
+                break
+            count, batch = w.concurrency, batch + 1
+        if seconds > 0:
+            self.say(f"warmup: {ok} of {sent} requests in {time.monotonic() - start:.1f}s")
 
     async def one_run(self, index: int, k: int) -> RunResult:
         w, runner, session = self.w, self.runner, self.runner.session

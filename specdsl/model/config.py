@@ -190,6 +190,10 @@ class Workload:
     max_runs: int | None = None
     block: int = 1
     warmup: int = 1
+    # seconds of warmup after every launch (batches of `concurrency`
+    # requests, after the `warmup` ones, until it has passed); None: none,
+    # and left out of the identity so that older results stay valid
+    warmup_time: float | None = attrs.field(default=None, metadata={"omit_none": True})
     cooldown: float = 0.0
     timeout: float = 600.0
     seed: int = 0

@@ -229,6 +229,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "max_runs": Field(integer(1)),
         "block": Field(integer(1)),
         "warmup": Field(integer(0)),
+        "warmup_time": Field(duration(positive=False)),
         "cooldown": Field(duration(positive=False)),
         "timeout": Field(duration()),
         "seed": Field(integer()),

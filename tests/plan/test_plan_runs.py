@@ -97,3 +97,10 @@ def test_state_records_the_run_count_and_reads_old_states_without_it(tmp_path):
         decode_state(text.replace("runs = 3\n", 'runs = "3"\n'), tmp_path / "state.toml")
     with pytest.raises(Exception, match=r"runs\[0\]\.runs: expected a count"):
         decode_state(text.replace("runs = 3\n", "runs = -1\n"), tmp_path / "state.toml")
+
+
+def test_warmup_time_is_part_of_the_identity_only_when_set(tmp_path):
+    plain = bench_identity(with_workload(tmp_path, "", "a.spec"))
+    assert bench_identity(with_workload(tmp_path, "  warmup_time = 0s\n", "b.spec")) != plain  # set: it is measured so
+    warm = bench_identity(with_workload(tmp_path, "  warmup_time = 20s\n", "c.spec"))
+    assert warm != plain and warm != bench_identity(with_workload(tmp_path, "  warmup_time = 30s\n", "d.spec"))

@@ -1,0 +1,55 @@
+"""`warmup_time`: after the `warmup` requests, batches of `concurrency`
+requests until the time has passed; none of them measured. Against the
+known-timing double (tests/bench/timed_server.py: 20 ms to the first
+token, 2 ms a token), whose request counter says what was sent."""
+
+from __future__ import annotations
+
+import math
+import re
+import urllib.request
+
+from specdsl.bench import run_benchmark
+from specdsl.model.config import Workload
+
+TTFT_S, ITL_S, OUT = 0.020, 0.002, 5
+REQUEST_S = TTFT_S + (OUT - 1) * ITL_S  # the least one request can take: load only slows it
+
+
+def served(url: str) -> int:
+    text = urllib.request.urlopen(url + "/metrics", timeout=5).read().decode()
+    return int(float(re.search(r"(?m)^double:requests_total (\S+)$", text)[1]))
+
+
+def wl(**kw) -> Workload:
+    base = dict(name="t", input_len=6, output_len=OUT, requests=4, concurrency=2, warmup=0, timeout=10.0, ignore_eos=True)
+    base.update(kw)
+    return Workload(**base)
+
+
+def test_batches_until_the_time_has_passed_and_none_is_measured(timed_server, tmp_path):
+    seconds, conc = 0.3, 2
+    seen: list[str] = []
+    before = served(timed_server)
+    result = run_benchmark(wl(warmup=3, warmup_time=seconds, concurrency=conc), timed_server, "m", tmp_path,
+                           progress=seen.append)
+    warm = served(timed_server) - before - 4  # the run's own 4 requests
+    # the 3 counted ones, then whole batches of `concurrency`
+    assert warm >= 3 + conc and (warm - 3) % conc == 0, warm
+    # it stopped once the time had passed: a batch takes at least REQUEST_S,
+    # so no more than this many started before the time was up
+    assert warm <= 3 + conc * (math.ceil(seconds / REQUEST_S) + 1), warm
+    done = [s for s in seen if re.match(r"warmup: \d+ of \d+ requests in", s)]
+    assert done, seen
+    took = float(re.search(r"in ([\d.]+)s", done[0])[1])
+    assert took >= seconds
+    assert f"{warm} of {warm} requests" in done[0]
+    assert result.runs[0].metrics["completed"] == 4  # the warmup is not in any statistic
+    assert result.settings["warmup_time"] == seconds
+
+
+def test_without_it_only_the_counted_requests(timed_server, tmp_path):
+    before = served(timed_server)
+    result = run_benchmark(wl(warmup=3), timed_server, "m", tmp_path)
+    assert served(timed_server) - before == 3 + 4
+    assert result.settings["warmup_time"] is None
