@@ -15,8 +15,8 @@
 # The report needs nothing of the GPU host: unpack runs.tgz in /tmp/story
 # on any machine and run `specdsl report upgrade story.spec -o FILE` there.
 # Work happens in /tmp/story (state, runs); what a reader needs is copied to
-# $OUT (or ./gpu-out). A second stage on a fresh machine restores the state
-# the first one brought back (./gpu-out/state.toml).
+# $OUT (or ./gpu-out). A second stage on a fresh machine restores what the
+# first one brought back, put in ./gpu-in/ (runs.tgz, or state.toml alone).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 stage=${1:-all}
@@ -34,7 +34,9 @@ vars=(-var wheels="$repo/.whl" -var model=/tmp/llama800m)
 
 [ -d /tmp/llama800m ] || python3 benchmarks/gpu/make_model.py /tmp/llama800m
 mkdir -p "$work" && cp examples/gpu/story.spec "$work/"
-if [ ! -f "$work/.specdsl/state.toml" ] && [ -f "$repo/gpu-in/state.toml" ]; then
+if [ ! -f "$work/.specdsl/state.toml" ] && [ -f "$repo/gpu-in/runs.tgz" ]; then
+    tar xzf "$repo/gpu-in/runs.tgz" -C "$work"  # state, run folders and locks of an earlier stage
+elif [ ! -f "$work/.specdsl/state.toml" ] && [ -f "$repo/gpu-in/state.toml" ]; then
     mkdir -p "$work/.specdsl" && cp "$repo/gpu-in/state.toml" "$work/.specdsl/"
 fi
 cd "$work"
