@@ -34,6 +34,7 @@ from typing import Any
 from specdsl import private
 from specdsl.bench.client import make_session, request_headers, stream_request
 from specdsl.bench.datasets import Prompt, PromptSource, Tokenizer, load_tokenizer
+from specdsl.bench.lengths import short_outputs_warning
 from specdsl.bench.monitor import LoopMonitor, client_warnings, schedule_lateness_ms
 from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
 from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_cache, run_figures
@@ -313,6 +314,10 @@ class _Bench:
         server_metrics, server_record = run_figures(self.server, before, after)
         metrics.update(server_metrics)
         warnings = client_warnings(client, metrics)
+        short = short_outputs_warning(records, [p.output_len for p in prompts],
+                                      bool(exact_len_fields(self.quirks, w.ignore_eos, 1)))
+        if short:
+            warnings.append(short)
         if status.startswith("unavailable"):  # a warning, not a failed run: the run has no server metrics
             warnings.append(f"no server metrics: {status}")
         for warning in warnings:

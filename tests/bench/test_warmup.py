@@ -53,3 +53,18 @@ def test_without_it_only_the_counted_requests(timed_server, tmp_path):
     result = run_benchmark(wl(warmup=3), timed_server, "m", tmp_path)
     assert served(timed_server) - before == 3 + 4
     assert result.settings["warmup_time"] is None
+
+
+def test_requests_that_end_short_of_an_exact_length_are_a_warning(timed_server, tmp_path):
+    from specdsl.servers import adapter_for
+
+    vllm = adapter_for("vllm").quirks  # asks for exact lengths with ignore_eos
+    short = run_benchmark(wl(requests=3, output_len=6), timed_server, "timed:5:1:4", tmp_path / "a", quirks=vllm)
+    (warning,) = [w for w in short.runs[0].warnings if w.startswith("short outputs")]
+    assert "3 of 3 requests ended at 4 tokens" in warning and "(6)" in warning
+    whole = run_benchmark(wl(requests=3, output_len=6), timed_server, "timed:5:1", tmp_path / "b", quirks=vllm)
+    assert not [w for w in whole.runs[0].warnings if w.startswith("short outputs")]
+    # no exact length asked: an early end is the server's right, not a warning
+    free = run_benchmark(wl(requests=3, output_len=6, ignore_eos=False), timed_server, "timed:5:1:4", tmp_path / "c",
+                         quirks=vllm)
+    assert not [w for w in free.runs[0].warnings if w.startswith("short outputs")]

@@ -15,7 +15,9 @@ late wake-up does not shift the tokens after it); then a usage chunk and
 body was read, when this chunk was written] in this machine's
 `time.perf_counter()` clock (CLOCK_MONOTONIC on Linux: the same clock in
 every process), so a client's own delays can be taken apart. A request's `model` of the form `timed:TTFT_MS:ITL_MS`
-overrides the server's timing for that request.
+overrides the server's timing for that request; `timed:TTFT_MS:ITL_MS:STOP`
+also ends it after STOP tokens, as a server that stops at an end of
+sequence although an exact length was asked for.
 
 GET /metrics answers Prometheus text with counters of what was served and
 the clients' turnaround on each keep-alive connection
@@ -106,7 +108,10 @@ class Handler(BaseHTTPRequestHandler):
         ttft, itl = TIMING["ttft"], TIMING["itl"]
         model = str(req.get("model", ""))
         if model.startswith("timed:"):
-            ttft, itl = (float(v) / 1000 for v in model.split(":")[1:3])
+            fields = model.split(":")
+            ttft, itl = (float(v) / 1000 for v in fields[1:3])
+            if len(fields) > 3:  # timed:TTFT:ITL:STOP: an end of sequence after STOP tokens
+                n = min(n, int(fields[3]))
         prompt = req.get("prompt") or req.get("messages") or ""
         ptoks = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
         self.send_response(200)
