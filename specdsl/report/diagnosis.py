@@ -41,17 +41,18 @@ def diagnosis_section(state, state_dir, view, cfg=None) -> str:
 
 
 def render_differences(differences) -> str:
-    """A table of differences, by rank (silent defaults first at equal rank)."""
+    """A table of differences, by rank (silent defaults first at equal rank),
+    numbered from 1 in that order."""
     items = sorted(differences, key=lambda d: (getattr(d, "rank", 0), not getattr(d, "silent_default", False),
                                                str(getattr(d, "category", "")), str(getattr(d, "key", ""))))
     if not items:
         return '<p class="note">No difference found between the arms.</p>'
     rows = []
-    for d in items:
+    for place, d in enumerate(items, 1):  # numbered from 1, as `specdsl diagnose` prints them
         silent = getattr(d, "silent_default", False)
         cls = ' class="fail"' if silent else ""
         rows.append(
-            f'<tr{cls}><td class="num">{_esc(getattr(d, "rank", ""))}</td>'
+            f'<tr{cls}><td class="num">{place}</td>'
             f"<td>{_esc(getattr(d, 'category', ''))}</td><td><code>{_esc(getattr(d, 'key', ''))}</code></td>"
             f"<td>{_esc(getattr(d, 'baseline', ''))}</td><td>{_esc(getattr(d, 'candidate', ''))}</td>"
             f"<td>{'yes: the server chose it' if silent else ''}</td><td>{_esc(getattr(d, 'why', ''))}</td></tr>"

@@ -6,6 +6,7 @@ and the diagnosis section drawn from differences of the shape
 from __future__ import annotations
 
 import math
+import re
 import sys
 import types
 
@@ -72,9 +73,9 @@ class Difference:  # the shape of specdsl.diagnose's differences
 
 
 DIFFS = (
-    Difference("package", "torch", "2.8.0", "2.9.1", False, "the stack pins another torch", 3),
-    Difference("server", "attention_backend", "flashinfer", "triton", True, "not given: SGLang chose triton <b>by default</b>", 1),
-    Difference("env", "CUDA_HOME", "/usr/local/cuda-12.8", "/usr/local/cuda-13.0", False, "the stack sets it", 2),
+    Difference("package", "torch", "2.8.0", "2.9.1", False, "the stack pins another torch", 2),
+    Difference("server", "attention_backend", "flashinfer", "triton", True, "not given: SGLang chose triton <b>by default</b>", 0),
+    Difference("env", "CUDA_HOME", "/usr/local/cuda-12.8", "/usr/local/cuda-13.0", False, "the stack sets it", 1),
 )
 
 
@@ -83,6 +84,8 @@ def test_differences_are_drawn_by_rank_with_silent_defaults_marked_and_escaped()
     keys = [k for k in ("attention_backend", "CUDA_HOME", "torch")]
     assert [page.index(f"<code>{k}</code>") for k in keys] == sorted(page.index(f"<code>{k}</code>") for k in keys)
     assert page.count('class="fail"') == 1 and "yes: the server chose it" in page
+    # numbered from 1 in the order drawn, as `specdsl diagnose` prints them (ranks start at 0)
+    assert [int(n) for n in re.findall(r'<td class="num">(\d+)</td>', page)] == [1, 2, 3]
     assert "&lt;b&gt;by default&lt;/b&gt;" in page and "<b>by default" not in page
     assert "No difference found" in diagnosis.render_differences(())
 
