@@ -137,6 +137,8 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
                                              server=adapter.server_side(), first_run=i * workload.block)
         except bench.BenchError as exc:
             raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})", str(sub)) from None
+        for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
+            done.warnings.append(f"{ctx.addr} pair {i} arm {letter} ({arm.name}): {w}")
         start = len(done.runs)
         for k, r in enumerate(result.runs):
             done.runs.append(attrs.evolve(r, index=start + k))
