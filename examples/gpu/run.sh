@@ -30,7 +30,10 @@ work=/tmp/story
     .whl/lark-*.whl .whl/tomli_w-*.whl .whl/uv-*.whl 2>/dev/null
 export PYTHONPATH=/tmp/site:$repo PATH=/tmp/site/bin:$PATH SPECDSL_ENV_ROOT=/tmp/envs
 specdsl() { python3 -m specdsl.cli.main "$@"; }
-vars=(-var wheels="$repo/.whl" -var model=/tmp/llama800m)
+# the wheels where the spec's default looks (a path of the checkout would be
+# recorded in the stack lock and the report)
+mkdir -p /tmp/wheels && cp -n .whl/*.whl /tmp/wheels/
+vars=(-var wheels=/tmp/wheels -var model=/tmp/llama800m)
 
 [ -d /tmp/llama800m ] || python3 benchmarks/gpu/make_model.py /tmp/llama800m
 mkdir -p "$work" && cp examples/gpu/story.spec "$work/"
