@@ -129,10 +129,10 @@ experiment "cand" {
 ''')
 
 
-@pytest.fixture(scope="module")
-def env_root(tmp_path_factory):
-    """One environment root for the module: the stack is built once, reused after."""
-    return tmp_path_factory.mktemp("envs")
+@pytest.fixture
+def env_root(system_env_root):
+    """The session's environment root (conftest.py): the stack is built once, reused after."""
+    return system_env_root
 
 
 @pytest.fixture
