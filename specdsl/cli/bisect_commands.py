@@ -17,7 +17,11 @@ from specdsl.cli.common import EXIT_ERROR, error, load_spec
 from specdsl.cli.plan_commands import _state_error, add_common
 from specdsl.state import StateError, load_state, locked, state_dir_for
 
+# 0: the smallest reproducing set, decided by every experiment it rests on;
+# 4 (as apply's INCONCLUSIVE): nothing found, the budget ended it, or the
+# answer rests on undecided experiments
 EXIT_FOUND, EXIT_NOT_FOUND = 0, 4
+EXIT_INCONCLUSIVE = EXIT_NOT_FOUND
 
 
 def add_parsers(sub) -> None:
@@ -154,8 +158,13 @@ def _report(result, diffs, bound: int, asked: int) -> int:
               "(noise, load or drift; see `specdsl diagnose`).")
         return EXIT_NOT_FOUND
     culprit = [by_label[x] for x in search.culprit]
-    kind = "the smallest set found so far (--max-experiments reached; not proven minimal)" if not search.minimal \
-        else ("the cause" if len(culprit) == 1 else f"the {len(culprit)} differences that cause it together")
+    if not search.minimal:
+        kind = "the smallest set found so far (--max-experiments reached; not proven minimal)"
+    elif result.undecided:
+        kind = (f"the smallest set the decided experiments allow ({len(result.undecided)} undecided; "
+                "minimal only as far as the decided experiments go)")
+    else:
+        kind = "the cause" if len(culprit) == 1 else f"the {len(culprit)} differences that cause it together"
     print(f"Reproduces the regression: {kind}:")
     for d in culprit:
         print(f"  {d.line()}")
@@ -163,4 +172,24 @@ def _report(result, diffs, bound: int, asked: int) -> int:
         if set(t.applied) == set(search.culprit) and t.verdicts:
             for name, status, detail in t.verdicts:
                 print(f"  evidence: {t.experiment}: {name}  {status.upper()}  {detail}")
-    return EXIT_FOUND if search.minimal else EXIT_NOT_FOUND
+    if result.undecided:
+        print("Undecided (inconclusive or an error: counted neither as reproducing nor as not; "
+              "had one reproduced, a smaller or another set would have been found):")
+        for subset in result.undecided:
+            print(f"  {{{', '.join(subset)}}}: {_why_undecided(result, subset)}")
+        print("  (more runs can decide them: raise the workload's `runs` and bisect again; each recorded "
+              "experiment then runs only the rest and is judged again)")
+    if not search.minimal or result.undecided:
+        print("INCONCLUSIVE: the answer rests on experiments that were not run or not decided.")
+        return EXIT_INCONCLUSIVE
+    return EXIT_FOUND
+
+
+def _why_undecided(result, subset) -> str:
+    trial = result.trial_of(subset)
+    if trial is None:
+        return "undecided"
+    if trial.failure:
+        return f"{trial.experiment}: {trial.failure}"
+    verdicts = "; ".join(f"{name} {status.upper()} {detail}".strip() for name, status, detail in trial.verdicts)
+    return f"{trial.experiment}: {verdicts or 'no verdict'}"

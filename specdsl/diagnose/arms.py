@@ -4,10 +4,11 @@ Read from state and the run folders it names (this machine's files, as
 `apply.results` reads them): the server's effective configuration, the
 command that started it, the environment it ran in (resolved packages,
 torch/CUDA/NCCL), and the facts and warnings of its log, read again with
-the patterns of the engine's release. The experiment, when known (from the
-spec), adds what was declared: stack, server args, environment variables,
-host and workload; without it the server args are read back from the
-command line.
+the patterns of the engine's release, and the GPUs it ran on as its host's
+preflight recorded them (`diagnose.gpus`). The experiment, when known (from
+the spec), adds what was declared: stack, server args, environment
+variables, host and workload; without it the server args are read back from
+the command line.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import attrs
 
 from specdsl.apply.results import document_of, effective_of
+from specdsl.diagnose import gpus as gpu_facts
 from specdsl.servers import adapter_for
 from specdsl.servers.args import asked_config
 from specdsl.servers.logscan import scan_log
@@ -44,6 +46,7 @@ class Arm:
     packages: dict = attrs.Factory(dict)
     env: dict = attrs.Factory(dict)
     host: dict = attrs.Factory(dict)
+    gpus: dict = attrs.Factory(dict)  # the GPU facts of its host's preflight (diagnose.gpus)
     workload: dict = attrs.Factory(dict)
     warnings: tuple = ()
     metrics: dict = attrs.Factory(dict)
@@ -80,6 +83,7 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
         logs = [state_dir / x["log"] for x in launches if x.get("log")]
         name = doc["arms"].get(letter, run.experiment)
         metrics = _arm_metrics(doc, letter)
+        launch = None
     else:
         effective = effective_of(run)
         launch = _launch_of(state, run)
@@ -125,9 +129,10 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
             effective[key] = value
     if not logs and argv:
         notes.append(f"{name}: no server log found; its warnings are not compared")
+    gpus = gpu_facts.facts_of(state, run, launch, experiment.host.name if experiment is not None else None)
     return Arm(
         label=label or name, run_id=run.id, engine=engine, effective=effective, declared=declared, args=args,
-        stack=_stack_of(experiment), packages=packages, env=_env_of(experiment), host=_host_of(experiment),
+        stack=_stack_of(experiment), packages=packages, env=_env_of(experiment), host=_host_of(experiment), gpus=gpus,
         workload=_workload_of(experiment), warnings=tuple(warnings), metrics=metrics, notes=tuple(notes),
         experiment=experiment,
     )

@@ -37,7 +37,14 @@ class Trial:
     answer: str
     reused: bool
     verdicts: tuple[tuple[str, str, str], ...] = ()  # (assertion, status, detail)
-    failure: str = ""  # a step that failed (an environment that cannot be built)
+    failure: str = ""  # a step that failed: "ADDR: first line"
+
+    @property
+    def unbuildable(self) -> bool:
+        """Its environment cannot be built (pins that conflict): no experiment
+        of these differences can exist, so rerunning cannot decide it. Any other
+        failed step (a launch, a benchmark) is an error: undecided."""
+        return self.failure.startswith("provision.")
 
 
 @attrs.define
@@ -52,6 +59,18 @@ class Bisection:
     @property
     def experiments_run(self) -> int:
         return sum(1 for t in self.trials if not t.reused)
+
+    def trial_of(self, subset) -> Trial | None:
+        return next((t for t in self.trials if set(t.applied) == set(subset)), None)
+
+    @property
+    def undecided(self) -> list:
+        """The undecided subsets the answer rests on (`Search.undecided`),
+        less those that cannot be built: the answer is the smallest among the
+        experiments that can exist, and these could have changed it."""
+        if self.search is None:
+            return []
+        return [s for s in self.search.undecided if not ((t := self.trial_of(s)) is not None and t.unbuildable)]
 
 
 def intermediate(base: config.Experiment, cand: config.Experiment, applied, *, paired: bool) -> config.Experiment:
@@ -148,7 +167,7 @@ def bisect(cfg: config.Config, cand: config.Experiment, base: config.Experiment,
         answer = answer_of(verdicts) if not failure else UNRESOLVED
         out.trials.append(Trial(exp.name, subset, answer, reused,
                                 tuple((v.name, v.status, v.detail) for v in verdicts), failure))
-        if failure:
+        if out.trials[-1].unbuildable:
             out.unapplicable.append((", ".join(subset), failure))
         return answer
 

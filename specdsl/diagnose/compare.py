@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from specdsl.diagnose import gpus as gpu_facts
 from specdsl.diagnose.arms import Arm, arm_of_run, text
 from specdsl.diagnose.model import CATEGORIES, Diagnosis, Difference
 from specdsl.facts import engine_flags
@@ -25,7 +26,11 @@ T_IMPACT_STACK = 3  # the engine, its kernels, torch/CUDA/NCCL
 T_WORKLOAD = 4  # the arms measured different loads
 T_DEFAULT = 5  # another setting the server chose itself
 T_DECLARED = 6  # another server flag, environment variable or declared stack field
-T_REST = 7  # other packages, other effective keys, the host, facts of the log
+T_REST = 7  # other packages, other effective keys, the host block, facts of the log
+# the GPU facts of the arms' preflights (diagnose.gpus): a different model or driver, a
+# slowdown, another job on the GPU rank with the log's risks; the hardware's class
+# (maximum SM clock, memory size) with the stack; the rest last
+_GPU_TIERS = {"risk": T_LOG, "class": T_IMPACT_STACK, "rest": T_REST}
 
 _CORE_PACKAGES = ("torch.cuda", "torch.nccl", "python")
 
@@ -111,6 +116,18 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
         b, c = base.host.get(key), cand.host.get(key)
         if b != c:
             out.append(Difference("host", key, b, c, why="the arms ran on different host blocks", tier=T_REST))
+    notes: list[str] = []
+    if bool(base.gpus) != bool(cand.gpus):
+        missing = base if not base.gpus else cand
+        notes.append(f"{missing.label}: no GPU facts recorded by its host's preflight; the GPUs are not compared")
+    elif base.gpus:
+        for key in sorted(set(base.gpus) | set(cand.gpus)):
+            b, c = base.gpus.get(key), cand.gpus.get(key)
+            if b == c:
+                continue
+            kind = gpu_facts.tier_class(key, b, c)
+            if kind is not None:
+                out.append(Difference("host", key, b, c, why=gpu_facts.why_of(key), tier=_GPU_TIERS[kind]))
     for key in sorted(set(base.workload) | set(cand.workload)):
         b, c = base.workload.get(key), cand.workload.get(key)
         if b != c:
@@ -134,7 +151,7 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
     ranked = [_with_rank(d, i) for i, d in enumerate(ranked)]
     names = sorted(set(base.metrics) & set(cand.metrics))
     metrics = tuple((n, base.metrics.get(n), cand.metrics.get(n)) for n in names)
-    return Diagnosis(base.label, cand.label, ranked, notes=base.notes + cand.notes, runs=(base.run_id, cand.run_id),
+    return Diagnosis(base.label, cand.label, ranked, notes=base.notes + cand.notes + tuple(notes), runs=(base.run_id, cand.run_id),
                      metrics=metrics)
 
 

@@ -2,18 +2,25 @@
 callback.
 
 `minimize(items, test)` returns the smallest subset it found whose test
-reproduces the failure. `test(subset)` answers FAIL (reproduces), PASS or
-UNRESOLVED (undecided, could not be applied: counts as not reproducing).
-The whole set is known to reproduce (the candidate failed) and is never
-asked.
+reproduces the failure. `test(subset)` answers FAIL (reproduces), PASS (does
+not) or UNRESOLVED (undecided: inconclusive, an error, could not be
+applied). Three outcomes, as in Zeller and Hildebrandt's ddmin: an
+undecided test is neither a pass nor a fail. The search only ever reduces
+to a set that FAILed, so it goes on past an undecided one as past a pass,
+but nothing is inferred from it: where the bisection would take "the first
+half passed" to mean "the cause is in the other half", an undecided first
+half makes it ask the other half instead. The answer records the undecided
+tests it depends on (`undecided`: each subset that does not contain the
+answer; had one of them reproduced, a smaller or another set would have
+been found), so the answer is only as minimal as the decided tests allow.
 
 The items come best-ranked first (the diagnosis' order). First a
 bisection that assumes one cause: test the first half (the smaller when
-the count is odd); when it does not
-reproduce, the cause is taken to be in the other half without testing it,
-and the one difference it ends on is confirmed with one experiment. For one
-cause among n that is at most ceil(log2 n) + 1 tests. When the confirmation
-fails (causes that act only together), ddmin proper (Zeller and
+the count is odd); when it passes, the cause is taken to be in the other
+half without testing it, and the one difference it ends on is confirmed
+with one experiment. For one cause among n that is at most
+ceil(log2 n) + 1 tests. When the confirmation does not reproduce (causes
+that act only together) or neither half reproduces, ddmin proper (Zeller and
 Hildebrandt, 2002: subsets, then complements, then finer granularity) runs
 on the whole set, reusing every answer already known. `budget` bounds the
 tests asked; when it runs out the smallest reproducing set so far is the
@@ -42,8 +49,14 @@ class Search:
     items: tuple
     culprit: tuple = ()
     tests: list = attrs.Factory(list)  # (subset, answer)
-    minimal: bool = True
-    reproduced: bool = True  # False: no subset reproduced, not even the confirmation (no single cause found)
+    minimal: bool = True  # False: the budget ended the search
+    reproduced: bool = True  # False: the whole set did not reproduce (no cause among the items)
+    undecided: list = attrs.Factory(list)  # subsets answered UNRESOLVED that do not contain the culprit
+
+    @property
+    def decided(self) -> bool:
+        """True when the answer depends on no undecided test."""
+        return not self.undecided
 
 
 def bound_for_one_cause(n: int) -> int:
@@ -77,23 +90,29 @@ def minimize(items: Sequence, test: Callable[[tuple], str], budget: int | None =
             search.reproduced = False
             return search
         current, inferred = items, False
-        while len(current) > 1:
+        while current is not None and len(current) > 1:
             # the better-ranked half first, the smaller one when odd: a
             # diagnosis that ranked the cause first finds it soonest
             half = len(current) // 2
             first, second = current[:half], current[half:]
-            if ask(first) == FAIL:
+            answer = ask(first)
+            if answer == FAIL:
                 current, inferred = first, False
-            else:
+            elif answer == PASS:
                 current, inferred = second, True
-        if not inferred or ask(current) == FAIL:
+            elif ask(second) == FAIL:  # undecided: nothing follows from it; the other half is asked
+                current, inferred = second, False
+            else:
+                current = None  # neither half is known to reproduce
+        if current is not None and (not inferred or ask(current) == FAIL):
             search.culprit = current
         else:
-            search.culprit = _ddmin(items, ask)  # causes that act together
+            search.culprit = _ddmin(items, ask)  # causes that act together, or undecided halves
     except OutOfBudget:
         known = [s for s, a in search.tests if a == FAIL]
         search.culprit = min(known, key=len) if known else items
         search.minimal = False
+    search.undecided = [s for s, a in search.tests if a == UNRESOLVED and not set(search.culprit) <= set(s)]
     return search
 
 

@@ -10,9 +10,10 @@
   were asked, some unresolved (`kv_cache_dtype: 'auto'`, `attention_backend:
   None`): a value the log resolved (`Using KV cache dtype: torch.bfloat16`)
   is kept over an unresolved one.
-- log patterns per release (specdsl/facts): 0.5.6 says "Attention backend
-  not explicitly specified. Use flashinfer backend by default." and its
-  weight-loading line has no `elapsed=`; 0.5.9 says "not specified".
+- log patterns per release (specdsl/facts): 0.5.6 (read from its release
+  wheel) says "Attention backend not explicitly specified. Use flashinfer
+  backend by default.", its weight-loading line has no `elapsed=` and its
+  lines carry no level name or file:line; 0.5.9 says "not specified".
 - client quirks: `ignore_eos`, token-id prompts, usage in the stream.
 - beside the API: `POST /flush_cache` empties the radix (prefix) cache
   (200, or 400 while requests are running); Prometheus metrics at /metrics
@@ -48,6 +49,7 @@ class Sglang(Adapter):
         _NOT_EXPLICIT: ("attention_backend",),
         r"Attention backend not specified\. Falling back to '([^']+)' for deterministic inference\.": ("attention_backend",),
         r"(?:Use|Using) (\S+) as attention backend (?:on (\S+) )?for (\S+?)\.?$": ("attention_backend", None, None),
+        r"Use (\S+) as attention backend on (\S+) for Llama4 model": ("attention_backend", None),  # 0.5.6
         r"Using hybrid attention backend for decode and prefill: decode_backend=(\S+), prefill_backend=(\S+)\.": (
             "decode_attention_backend", "prefill_attention_backend"),
         r"Using KV cache dtype: (\S+)": ("kv_cache_dtype",),

@@ -1,7 +1,8 @@
 """A realistic SGLang double (stdlib only), installed as the module
 `sglang.launch_server` of a wheel named sglang at 0.5.6 or 0.5.9 (see
 test_sglang_replay.py): started as SGLang is, it writes the startup lines
-that release writes (their wording as in specdsl/facts, the story's lines
+that release writes (their wording as in specdsl/facts: 0.5.6's
+read from its release wheel, without level name or file:line; the story's lines
 verbatim for 0.5.9), chooses its attention backend as the story's servers
 did when none is given (0.5.6: flashinfer; 0.5.9 on Blackwell: triton),
 serves `/health`, one completion, `/server_info` (unresolved values, as
@@ -30,13 +31,14 @@ def log(line: str) -> None:
     print(f"[2026-02-27 15:18:25] {line}", flush=True)
 
 
-log(f"INFO server_args.py:1: server_args=ServerArgs(model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto')")
-if OLD:
+if OLD:  # 0.5.6 logs no level name and no file:line (its configure_logger)
+    log(f"server_args=ServerArgs(model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto')")
     if ASKED is None:
-        log("WARNING server_args.py:1183: Attention backend not explicitly specified. Use flashinfer backend by default.")
+        log("Attention backend not explicitly specified. Use flashinfer backend by default.")
     log("Init torch distributed ends. mem usage=0.00 GB")
     log("Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=70.10 GB, mem usage=1.52 GB.")
 else:
+    log(f"INFO server_args.py:1: server_args=ServerArgs(model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto')")
     log("WARNING model_config.py:955: DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0. This might cause accuracy degradation on Blackwell.")
     if ASKED is None:
         log("INFO server_args.py:1835: Attention backend not specified. Use triton backend by default.")

@@ -37,13 +37,56 @@ def test_two_interacting_causes_are_found_together(n):
         assert set(search.culprit) == {a, b}
 
 
-def test_no_cause_and_undecided_answers():
+def test_no_cause():
     items = ("a", "b", "c", "d")
     search = minimize(items, lambda s: PASS)
-    assert not search.reproduced and search.culprit == () and len(search.tests) == 1
-    # an undecided experiment counts as not reproducing: the search still ends on the cause
+    assert not search.reproduced and search.culprit == () and len(search.tests) == 1 and search.decided
+
+
+def test_an_undecided_half_is_not_taken_for_a_pass():
+    # the first half is undecided: the other half is asked, not inferred to hold the cause
+    items = ("a", "b", "c", "d")
     search = minimize(items, lambda s: FAIL if "c" in s else (UNRESOLVED if "a" in s else PASS))
     assert search.culprit == ("c",)
+    assert search.tests[1:3] == [(("a", "b"), UNRESOLVED), (("c", "d"), FAIL)]
+    # {a, b} might have reproduced too (another cause): the answer rests on it, and says so
+    assert search.undecided == [("a", "b")] and not search.decided and search.minimal
+
+
+def test_an_undecided_superset_of_the_answer_does_not_matter():
+    items = ("a", "b", "c", "d")
+    search = minimize(items, lambda s: UNRESOLVED if s == ("a", "b") else (FAIL if "a" in s else PASS))
+    # (a, b) undecided, (c, d) passes: neither half known to reproduce, ddmin proper finds a;
+    # (a, b) holds a, so whatever it would have said, a alone reproduces and is the smallest
+    assert search.culprit == ("a",) and search.decided and search.tests[1] == (("a", "b"), UNRESOLVED)
+    assert (("c", "d"), PASS) in search.tests
+
+
+@pytest.mark.parametrize("n", range(2, 9))
+def test_one_cause_with_an_undecided_difference(n):
+    items = tuple(f"d{i}" for i in range(n))
+    for cause, poison in itertools.permutations(items, 2):
+        search = minimize(items, lambda s: FAIL if cause in s else (UNRESOLVED if poison in s else PASS))
+        assert search.culprit == (cause,) and search.minimal
+        undecided = [s for s, a in search.tests if a == UNRESOLVED]
+        assert all(poison in s for s in undecided)
+        assert search.undecided == [s for s in undecided if cause not in s]
+        assert search.decided == (not search.undecided)
+
+
+def test_two_interacting_causes_with_an_undecided_part():
+    items = ("a", "b", "c", "d")
+    search = minimize(items, lambda s: FAIL if {"a", "b"} <= set(s) else (UNRESOLVED if s == ("a",) else PASS))
+    assert search.culprit == ("a", "b")
+    # had {a} alone reproduced, the answer would be smaller: only as minimal as the decided tests allow
+    assert search.undecided == [("a",)] and not search.decided
+
+
+def test_nothing_decided_leaves_the_whole_set():
+    items = ("a", "b", "c")
+    search = minimize(items, lambda s: FAIL if len(s) == 3 else UNRESOLVED)
+    assert search.reproduced and search.culprit == items and not search.decided
+    assert {frozenset(s) for s in search.undecided} == {frozenset(s) for s, a in search.tests[1:]}
 
 
 def test_the_budget_ends_the_search_with_the_smallest_set_so_far():
@@ -53,9 +96,10 @@ def test_the_budget_ends_the_search_with_the_smallest_set_so_far():
     assert search.culprit == items  # the first half did not reproduce; nothing smaller is known yet
 
 
-def _spec(base_args: dict, cand_args: dict, cand_env: dict, causes, noise: float = 0.01) -> str:
+def _spec(base_args: dict, cand_args: dict, cand_env: dict, causes, noise: float = 0.01, vague=()) -> str:
     def server(name, args, env):
-        argv = [sys.executable, DOUBLE, "{port}", "--causes", json.dumps(causes), "--noise", str(noise), "--seed", "3"]
+        argv = [sys.executable, DOUBLE, "{port}", "--causes", json.dumps(causes), "--vague", json.dumps(list(vague)),
+                "--noise", str(noise), "--seed", "3"]
         items = ", ".join(json.dumps(a) for a in argv)
         args_text = ", ".join(f"{k} = {json.dumps(v)}" for k, v in args.items())
         env_text = ", ".join(f"{k} = {json.dumps(v)}" for k, v in env.items())
@@ -85,10 +129,10 @@ experiment "cand" {
 ''')
 
 
-@pytest.fixture(scope="module")
-def env_root(tmp_path_factory):
-    """One environment root for the module: the stack is built once, reused after."""
-    return tmp_path_factory.mktemp("envs")
+@pytest.fixture
+def env_root(system_env_root):
+    """The session's environment root (conftest.py): the stack is built once, reused after."""
+    return system_env_root
 
 
 @pytest.fixture
@@ -130,6 +174,23 @@ def test_bisect_names_the_one_cause_and_a_rerun_reuses_everything(folder, capsys
     assert main(["bisect", "cand", "b.spec", "--yes"]) == 0
     out = capsys.readouterr().out
     assert "Bisect of cand: 0 experiments run" in out and "server_args.beta: (unset) -> 2" in out
+
+
+def test_an_undecided_experiment_is_reported_and_the_answer_is_inconclusive(folder, capsys):
+    # (how the search goes on past an undecided subset is the pure tests' above: here, the command)
+    # two differences, server_args.alpha first: alpha alone runs right at the threshold, INCONCLUSIVE
+    text = _spec({}, {"alpha": "1", "gamma": "3"}, {}, [["gamma=3"]], vague=[["alpha=1"]])
+    assert _apply(folder, text) == 3
+    capsys.readouterr()
+    assert main(["bisect", "cand", "b.spec", "--yes"]) == 4
+    out = capsys.readouterr().out
+    assert "cand~bisect-" in out and "not slower  INCONCLUSIVE" in out.split("Bisect of cand:")[0]
+    assert "Bisect of cand: 2 experiments run" in out  # alpha (undecided), then gamma: asked, not inferred
+    assert "Reproduces the regression: the smallest set the decided experiments allow (1 undecided" in out
+    assert "\n  server_args.gamma: (unset) -> 3  (" in out
+    undecided = out.split("Undecided (")[1]
+    assert "\n  {server_args.alpha}: cand~bisect-" in undecided and "not slower INCONCLUSIVE" in undecided
+    assert out.rstrip().endswith("INCONCLUSIVE: the answer rests on experiments that were not run or not decided.")
 
 
 def test_bisect_finds_two_causes_that_act_together(folder, capsys):
