@@ -4,7 +4,11 @@ next request as soon as the previous one ends) or open loop (`rate`
 requests/s, gamma-distributed gaps with shape `burstiness`: 1 is a Poisson
 process; the schedule is seeded and, as in `vllm bench serve`, scaled so
 that the last request leaves at `requests / rate` s). Open loop does not
-cap the number of streams in flight.
+cap the number of streams in flight. With `client_processes` > 1 the
+streams (closed loop) or arrivals (open loop) are spread over that many
+worker processes, started once for the benchmark, with one start for all
+(specdsl.bench.workers); the records and metrics are those one process
+gives, the client's load is each worker's.
 
 Every run sends fresh prompts (seeded from the workload's seed and the
 run's index; a JSONL file's own prompts excepted: see

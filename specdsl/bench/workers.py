@@ -77,9 +77,13 @@ class _Worker:
         except (ConnectionError, BrokenPipeError):
             line = b""
         if line:
-            msg = json.loads(line)
-            if msg.get("op") == expect:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                msg = {}
+            if isinstance(msg, dict) and msg.get("op") == expect:
                 return msg
+            await end_child(self.proc, 0.0)  # it broke the protocol: what it says next cannot be trusted
         try:
             code = await asyncio.wait_for(self.proc.wait(), 5.0)
         except asyncio.TimeoutError:
