@@ -11,8 +11,9 @@ It talks JSON lines: stdin from the parent, stdout to it.
                                                           "duration_s", "client"}
 It starts its streams at `t0` (the parent's perf_counter reading: one clock
 for every process), so its records and its duration are from the run's
-common start; `client` is its own load (specdsl.bench.monitor) with its pid
-and, for an open loop, how late its requests left. It ends when its stdin
+common start; `client` is its own load (specdsl.bench.monitor) with its pid,
+the start `t0`, how late after it the worker began (`start_late_ms`) and,
+for an open loop, how late its requests left. It ends when its stdin
 closes, and at once on SIGINT or SIGTERM (a Ctrl-C reaches the whole
 process group).
 """
@@ -51,6 +52,7 @@ async def _run(runner: StreamRunner, job: dict, t0: float) -> dict:
     delay = t0 - time.perf_counter()
     if delay > 0:
         await asyncio.sleep(delay)
+    woke = time.perf_counter()
     texts: dict[int, str] = {}
     monitor = LoopMonitor()
     monitor.start()
@@ -63,7 +65,8 @@ async def _run(runner: StreamRunner, job: dict, t0: float) -> dict:
             records, duration = await runner.open_loop(jobs, texts, t0=t0)
     finally:
         client = monitor.stop()
-    client["pid"] = os.getpid()
+    # its pid, the run's common start and how late after it this worker began
+    client.update(pid=os.getpid(), t0=t0, start_late_ms=round((woke - t0) * 1000.0, 3))
     if job["mode"] == "open":
         planned = {int(i): float(offset) for i, _body, offset in job["jobs"]}
         ordered = sorted(records, key=lambda r: r.i)

@@ -56,6 +56,11 @@ def worker_pids() -> list[int]:
     return found
 
 
+def lag_ms(client: dict) -> float:
+    """How late the client's event loop(s) ran timers at worst (its own figure, specdsl.bench.monitor)."""
+    return max(w.get("loop_lag_max_ms", 0.0) for w in client.get("workers", [client]))
+
+
 def ttfts(records) -> list[float]:
     return [r.chunks_s[0] * 1000 for r in records if r.ok]
 
@@ -82,14 +87,17 @@ def test_closed_loop_over_two_processes_measures_what_one_does(timed_server, tmp
     assert sorted(r.i for r in recs2) == list(range(24)) and all(r.ok for r in recs2)
     assert two.metrics["completed"] == one.metrics["completed"] == 24
     assert two.metrics["total_output_tokens"] == 24 * 8
-    # per request: the double's timing, in one process or two
-    assert all(19.5 <= t < 45 for t in ttfts(recs2)) and all(len(r.chunks_s) == 8 for r in recs2)
-    assert abs(stats.median(ttfts(recs2)) - stats.median(ttfts(recs1))) < 5
-    assert 1.5 <= stats.median(itls(recs2)) < 3.5
+    # per request: the double's timing, in one process or two, within what the
+    # clients say of their own lag (a loaded machine stamps late, and says so)
+    slack = 5 + lag_ms(one.client) + lag_ms(two.client)
+    assert min(ttfts(recs2)) >= 19.5 and all(len(r.chunks_s) == 8 for r in recs2)
+    assert stats.median(ttfts(recs2)) < 20 + slack
+    assert abs(stats.median(ttfts(recs2)) - stats.median(ttfts(recs1))) < slack
+    assert abs(stats.mean(itls(recs2)) - stats.mean(itls(recs1))) < 1 + slack / 7
     # one start for all, the duration to the last end, throughput over it
     ends = [r.start_s + r.chunks_s[-1] for r in recs2]
     m = two.metrics
-    assert min(r.start_s for r in recs2) >= 0 and max(ends) <= m["duration"] < max(ends) + 0.05
+    assert min(r.start_s for r in recs2) >= 0 and max(ends) <= m["duration"] < max(ends) + 0.25
     assert m["request_throughput"] == pytest.approx(24 / m["duration"])
     assert m["output_throughput"] == pytest.approx(24 * 8 / m["duration"])
     # 4 streams in all (not 4 per process): 24 requests of ~35 ms leave in 6 waves
@@ -100,6 +108,7 @@ def test_closed_loop_over_two_processes_measures_what_one_does(timed_server, tmp
     assert two.client["processes"] == 2 and len({w["pid"] for w in workers}) == 2
     assert os.getpid() not in {w["pid"] for w in workers}
     assert all(w["wall_s"] > 0 and "loop_lag_p50_ms" in w for w in workers)
+    assert workers[0]["t0"] == workers[1]["t0"] and all(0 <= w["start_late_ms"] < 1000 for w in workers)
     assert worker_pids() == []
 
 
@@ -111,10 +120,12 @@ def test_open_loop_over_two_processes_keeps_the_schedule(timed_server, tmp_path)
     _, records = read_records(run.records_file)
     planned = arrival_offsets(30, 100.0, 1.0, 5)
     assert sorted(r.i for r in records) == list(range(30))
+    slack_s = (20 + lag_ms(run.client)) / 1000
     for rec in records:  # one clock origin: every worker's requests leave on the run's schedule
-        assert planned[rec.i] - 0.001 <= rec.start_s < planned[rec.i] + 0.05
+        assert planned[rec.i] - 0.001 <= rec.start_s < planned[rec.i] + slack_s
     assert all("late_p90_ms" in w for w in run.client["workers"]) and "late_p90_ms" in run.client
-    assert 0.3 <= run.metrics["duration"] < 0.3 + 0.2
+    ends = [r.start_s + r.chunks_s[-1] for r in records]
+    assert max(ends) <= run.metrics["duration"] < max(ends) + 0.25
 
 
 def test_any_client_bound_worker_makes_the_run_client_bound():
