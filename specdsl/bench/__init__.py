@@ -4,7 +4,9 @@ every streamed chunk, and computes the metrics of `vllm bench serve`.
 Around each run it resets the server's prefix cache and reads its
 Prometheus counters where the engine offers them (`serverside`), measures
 its own load to mark a run it may have limited (`monitor`), and records the
-request settings with the result (`settings`).
+request settings with the result (`settings`). Where one process cannot
+keep up, the streams are spread over worker processes (`workers`, started
+through specdsl.hosts.children).
 
 I/O lives here (HTTP, subprocesses, files under the run folder). It may
 import `specdsl.model` (the workload type, the metric names) and diag; never

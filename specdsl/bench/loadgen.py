@@ -4,7 +4,11 @@ next request as soon as the previous one ends) or open loop (`rate`
 requests/s, gamma-distributed gaps with shape `burstiness`: 1 is a Poisson
 process; the schedule is seeded and, as in `vllm bench serve`, scaled so
 that the last request leaves at `requests / rate` s). Open loop does not
-cap the number of streams in flight.
+cap the number of streams in flight. With `client_processes` > 1 the
+streams (closed loop) or arrivals (open loop) are spread over that many
+worker processes, started once for the benchmark, with one start for all
+(specdsl.bench.workers); the records and metrics are those one process
+gives, the client's load is each worker's.
 
 Every run sends fresh prompts (seeded from the workload's seed and the
 run's index; a JSONL file's own prompts excepted: see
@@ -26,24 +30,23 @@ import asyncio
 import json
 import random
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from specdsl import private
-from specdsl.bench.client import make_session, request_headers, stream_request
+from specdsl.bench.client import make_session
 from specdsl.bench.datasets import Prompt, PromptSource, Tokenizer, load_tokenizer
 from specdsl.bench.lengths import short_outputs_warning
-from specdsl.bench.monitor import LoopMonitor, client_warnings, schedule_lateness_ms
+from specdsl.bench.monitor import LoopMonitor, client_warnings, merge_clients, schedule_lateness_ms, worker_warnings
 from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
 from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_cache, run_figures
 from specdsl.bench.settings import request_settings
 from specdsl.bench.timings import RequestTiming, write_records
 from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures
+from specdsl.bench.runner import StreamRunner
 from specdsl.bench.stats import compute_metrics
-
-_STOP_POLL_S = 0.05
+from specdsl.bench.workers import WorkerPool, closed_jobs, open_jobs
 
 
 def endpoint_url(base_url: str, endpoint: str) -> str:
@@ -89,71 +92,6 @@ def arrival_offsets(n: int, rate: float, burstiness: float, seed: int) -> list[f
         factor = (n / rate) / offsets[-1]
         offsets = [t * factor for t in offsets]
     return offsets
-
-
-class _Runner:
-    """Drives requests on one event loop; see `run_benchmark`."""
-
-    def __init__(self, url: str, timeout: float, keep_text: bool, stop: threading.Event | None):
-        self.url = url
-        self.timeout = timeout
-        self.keep_text = keep_text
-        self.stop = stop
-        self.headers = request_headers()
-        self.session = None
-
-    async def one(self, i: int, body: bytes, t0: float, texts: dict[int, str]) -> RequestTiming:
-        record = RequestTiming(i=i)
-        text = await stream_request(
-            self.session, self.url, body, self.headers, record, timeout=self.timeout, t0=t0, keep_text=self.keep_text
-        )
-        if self.keep_text:
-            texts[i] = text
-        return record
-
-    async def closed_loop(self, bodies: list[bytes], n: int, concurrency: int, texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
-        records: list[RequestTiming] = []
-        next_index = 0
-        t0 = time.perf_counter()
-
-        async def worker() -> None:
-            nonlocal next_index
-            while next_index < n:
-                i = next_index
-                next_index += 1
-                records.append(await self.one(i, bodies[i % len(bodies)], t0, texts))
-
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, n)))))
-        return records, time.perf_counter() - t0
-
-    async def open_loop(self, bodies: list[bytes], offsets: list[float], texts: dict[int, str]) -> tuple[list[RequestTiming], float]:
-        tasks: list[asyncio.Task] = []
-        t0 = time.perf_counter()
-        try:
-            for i, offset in enumerate(offsets):
-                delay = t0 + offset - time.perf_counter()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                tasks.append(asyncio.ensure_future(self.one(i, bodies[i % len(bodies)], t0, texts)))
-            records = list(await asyncio.gather(*tasks))
-        finally:
-            for task in tasks:
-                task.cancel()
-        return records, time.perf_counter() - t0
-
-    async def until_stopped(self, coro):
-        """Run `coro`; cancel it and raise BenchError when `stop` is set."""
-        task = asyncio.ensure_future(coro)
-        if self.stop is None:
-            return await task
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=_STOP_POLL_S)
-            if done:
-                return task.result()
-            if self.stop.is_set():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                raise BenchError("benchmark stopped before it finished")
 
 
 def _count_tokens(records: list[RequestTiming], texts: dict[int, str], tokenizer: Tokenizer | None) -> None:
@@ -210,14 +148,19 @@ def run_benchmark(
     first_prompts, _ = source.prompts(1, first_run)
     settings = request_settings(workload, url, model, quirks, tokenizer, source,
                                 request_body(first_prompts[0], model, quirks, workload.ignore_eos))
-    runner = _Runner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
+    runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
     say = progress or (lambda _msg: None)
     bench = _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run)
 
     async def main() -> list[RunResult]:
         runner.session = make_session(limit=0)
         try:
-            return await bench.all_runs()
+            if processes(workload) == 1:
+                return await bench.all_runs()
+            async with WorkerPool(processes(workload), out_dir, url, float(workload.timeout), tok is not None) as pool:
+                say(f"client: {pool.count} processes (pids {', '.join(map(str, pool.pids))})")
+                bench.pool = pool
+                return await bench.all_runs()
         finally:
             await runner.session.close()
 
@@ -230,10 +173,39 @@ def run_benchmark(
 class _Bench:
     """The warmup and the runs of one benchmark (see `run_benchmark`)."""
 
-    def __init__(self, runner: _Runner, workload: Any, source: PromptSource, model: str, quirks: ClientQuirks, tok,
+    def __init__(self, runner: StreamRunner, workload: Any, source: PromptSource, model: str, quirks: ClientQuirks, tok,
                  out_dir: Path, say, server: ServerSide, base_url: str, first_run: int):
         self.runner, self.w, self.source, self.model, self.quirks = runner, workload, source, model, quirks
         self.tok, self.out_dir, self.say, self.server, self.base_url, self.first_run = tok, out_dir, say, server, base_url, first_run
+        self.pool: WorkerPool | None = None  # the worker processes, when the streams are spread over several
+
+    async def measure(self, bodies: list[bytes], n: int, offsets: list[float] | None,
+                      texts: dict[int, str]) -> tuple[list[RequestTiming], float, dict[str, Any]]:
+        """Send `n` requests (closed loop, or open on the schedule `offsets`)
+        in this process or spread over the workers: (records, duration,
+        the client's own load)."""
+        w, runner = self.w, self.runner
+        if self.pool is not None:
+            shares = (closed_jobs(bodies, n, w.concurrency, self.pool.count) if offsets is None
+                      else open_jobs(bodies, offsets, self.pool.count))
+            records, got, duration, workers = await runner.until_stopped(self.pool.run(shares))
+            texts.update(got)
+            client = merge_clients(workers)
+        else:
+            if offsets is None:
+                coro = runner.closed_loop([(i, bodies[i % len(bodies)]) for i in range(n)], w.concurrency, texts)
+            else:
+                coro = runner.open_loop([(i, bodies[i % len(bodies)], t) for i, t in enumerate(offsets)], texts)
+            monitor = LoopMonitor()
+            monitor.start()
+            try:
+                records, duration = await runner.until_stopped(coro)
+            finally:
+                client = monitor.stop()
+        if offsets is not None:
+            ordered = sorted(records, key=lambda r: r.i)
+            client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
+        return records, duration, client
 
     def bodies(self, prompts: list[Prompt]) -> list[bytes]:
         return [request_body(p, self.model, self.quirks, self.w.ignore_eos) for p in prompts]
@@ -265,7 +237,7 @@ class _Bench:
         while True:
             if count > 0:  # each batch its own prompts: a prefix cache must not make the warmup cheap
                 prompts, _ = self.source.prompts(count, "warmup" if batch == 0 else f"warmup-{batch}")
-                records, _ = await runner.until_stopped(runner.closed_loop(self.bodies(prompts), count, w.concurrency, {}))
+                records, _, _ = await self.measure(self.bodies(prompts), count, None, {})
                 sent += len(records)
                 ok += sum(1 for r in records if r.ok)
                 if records and not any(r.ok for r in records):
@@ -285,21 +257,8 @@ class _Bench:
         cache = await reset_cache(session, self.base_url, self.server, runner.headers)
         before, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         texts: dict[int, str] = {}
-        offsets = None
-        if w.rate is None:
-            coro = runner.closed_loop(bodies, w.requests, w.concurrency, texts)
-        else:
-            offsets = arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
-            coro = runner.open_loop(bodies, offsets, texts)
-        monitor = LoopMonitor()
-        monitor.start()
-        try:
-            records, duration = await runner.until_stopped(coro)
-        finally:
-            client = monitor.stop()
-        if offsets is not None:
-            ordered = sorted(records, key=lambda r: r.i)
-            client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
+        offsets = None if w.rate is None else arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
+        records, duration, client = await self.measure(bodies, w.requests, offsets, texts)
         after = None
         if before is not None:
             after, status = await read_metrics(session, self.base_url, self.server, runner.headers)
@@ -313,7 +272,8 @@ class _Bench:
             raise BenchError(f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}")
         server_metrics, server_record = run_figures(self.server, before, after)
         metrics.update(server_metrics)
-        warnings = client_warnings(client, metrics)
+        # one process: its own figures; several: each worker's (the run is client-bound if any is)
+        warnings = client_warnings(client, metrics) if "workers" not in client else worker_warnings(client["workers"], metrics)
         short = short_outputs_warning(records, [p.output_len for p in prompts],
                                       bool(exact_len_fields(self.quirks, w.ignore_eos, 1)))
         if short:
@@ -349,10 +309,18 @@ def _check_workload(workload: Any) -> None:
         problems.append(f"runs must be at least 1 (got {workload.runs})")
     if workload.rate is not None and workload.rate <= 0:
         problems.append(f"rate must be positive (got {workload.rate})")
+    if processes(workload) < 1:
+        problems.append(f"client_processes must be at least 1 (got {workload.client_processes})")
     if workload.timeout <= 0:
         problems.append(f"timeout must be positive (got {workload.timeout})")
     if problems:
         raise BenchError(f"workload {workload.name!r}: " + "; ".join(problems))
+
+
+def processes(workload: Any) -> int:
+    """How many client processes drive the streams (`client_processes`; unset: 1)."""
+    value = getattr(workload, "client_processes", None)
+    return 1 if value is None else int(value)
 
 
 def _run_loop(coro):

@@ -21,6 +21,11 @@ median ITL and at least 2 ms (a loop that waits in epoll wakes for a timer
 up to 1 ms late, its timeouts being whole milliseconds: an idle client here
 shows 0.3-0.8 ms; the instant test double at 16 streams, 6.5 ms), or when
 open-loop requests left >= 10 ms late at p90.
+
+When the streams are spread over worker processes (specdsl.bench.workers),
+each worker measures itself the same way; the run is client-bound when any
+worker is (`worker_warnings`), and its `client` record keeps every
+worker's figures beside the worst of each (`merge_clients`).
 """
 
 from __future__ import annotations
@@ -102,4 +107,28 @@ def client_warnings(client: dict[str, Any], metrics: dict[str, float]) -> list[s
         out.append(
             f"client-bound: requests left {late:.1f} ms after their scheduled time at p90 (max"
             f" {client.get('late_max_ms', late):.1f} ms): the offered load was lower than the workload's rate")
+    return out
+
+
+def merge_clients(workers: list[dict[str, Any]]) -> dict[str, Any]:
+    """The client record of a run spread over worker processes: how many,
+    each worker's own figures (`workers`), the worst of each figure over
+    them (`busy`, `loop_lag_*`, `late_*`) and their CPU time summed (`cpu_s`)."""
+    out: dict[str, Any] = {"processes": len(workers), "workers": list(workers)}
+    for key in ("busy", "wall_s", "loop_lag_p50_ms", "loop_lag_p90_ms", "loop_lag_p99_ms", "loop_lag_max_ms"):
+        values = [w[key] for w in workers if key in w]
+        if values:
+            out[key] = max(values)
+    out["cpu_s"] = round(sum(w.get("cpu_s", 0.0) for w in workers), 4)
+    return out
+
+
+def worker_warnings(workers: list[dict[str, Any]], metrics: dict[str, float]) -> list[str]:
+    """`client-bound: client process K of N: ...` for each sign, in each
+    worker, that it limited this run."""
+    out = []
+    for k, client in enumerate(workers):
+        for warning in client_warnings(client, metrics):
+            out.append(f"client-bound: client process {k + 1} of {len(workers)} (pid {client.get('pid', '?')}):"
+                       + warning[len("client-bound:"):])
     return out

@@ -4,8 +4,8 @@ shows them: endpoint, dataset (with a digest of its file), lengths and the
 exact-length mechanism, sampling (what the client sends; it sends no
 temperature, top_p or sampling seed, so the server's defaults apply), the
 seed of the prompts and the schedule, every field sent besides the prompt,
-the tokenizer that built the prompts (with a digest of its tokenizer.json)
-and the client's versions.
+the tokenizer that built the prompts (with a digest of its tokenizer.json),
+how many client processes sent them and the client's versions.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def request_settings(workload: Any, url: str, model: str, quirks: ClientQuirks, 
         "burstiness": workload.burstiness,
         "warmup": workload.warmup,
         "warmup_time": workload.warmup_time,
+        "client_processes": getattr(workload, "client_processes", None) or 1,
         "input_len": workload.input_len if source.kind == "random" else None,
         "max_tokens": dataset.get("output_len", workload.output_len) if source.kind == "sharegpt" else workload.output_len,
         "exact_length": exact_length(quirks, workload.ignore_eos),

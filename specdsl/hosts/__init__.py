@@ -8,7 +8,8 @@ ports are reached from here. `local` is this machine; ssh and slurm hosts
 implement the same protocol. `HostRegistry` makes one `Host` per physical
 machine (`host_key`): only this package creates hosts or starts processes.
 `http.session()` is the one factory for HTTP sessions (every call has a
-timeout).
+timeout). `children` starts helper processes of specdsl itself (the
+benchmark client's workers): in its process group, dying with it.
 
 This layer imports nothing from specdsl above it.
 """

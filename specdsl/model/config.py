@@ -201,6 +201,11 @@ class Workload:
     ignore_eos: bool | None = None
     command: tuple[str, ...] = ()
     metrics: tuple[MetricRule, ...] = ()
+    # Worker processes the built-in client spreads the streams over
+    # (specdsl.bench.workers); None is one, the client's own process. Part
+    # of the benchmark's identity when set (docs/plan.md); unset, absent
+    # from it, so identities made before it existed stay.
+    client_processes: int | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

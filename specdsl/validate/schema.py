@@ -236,6 +236,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "endpoint": Field(enum("completions", "chat")),
         "ignore_eos": Field(boolean),
         "command": Field(str_list),
+        "client_processes": Field(integer(1), doc="worker processes the built-in client spreads the streams over (default 1)"),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }
@@ -344,6 +345,8 @@ def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) 
             )
         )
         return None
+    if values.get("client_processes") == 1:
+        values = {k: v for k, v in values.items() if k != "client_processes"}  # the default: the same benchmark as unset
     return config.Workload(name=name, span=span, metrics=metrics, **values)
 
 
