@@ -30,6 +30,7 @@ import asyncio
 import json
 import random
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
