@@ -240,7 +240,7 @@ class SlurmRun:
         env_root = Path(slurm.workdir) / "envs" if slurm.workdir else (self.walk.registry.env_root or default_env_root())
         return {"plan": plan, "graph": graph, "state": self.walk.writer.state, "variables": dict(self.walk.variables),
                 "spec_dir": str(Path(self.walk.spec_dir).resolve()), "env_root": str(Path(env_root).resolve()),
-                "first": lead(self.graph, job), "name": job.name}
+                "first": lead(self.graph, job), "name": job.name, "steps": list(job.steps)}
 
     def _script(self, job: SlurmJob, folder: Path) -> Path:
         import specdsl
