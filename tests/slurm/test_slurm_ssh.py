@@ -1,0 +1,146 @@
+"""Slurm through a login node over SSH, against the real parts: the
+loopback sshd (`login`) as the login node of the real one-node cluster.
+specdsl runs here with no Slurm command on its PATH and no SLURM_CONF:
+every sbatch/scontrol/scancel runs in the sshd's sessions; the job's files
+are written on the login node's side and brought back over SSH."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apply_helpers import cli_env
+from slurm_helpers import LOGIN, setup, spec_text, through_login
+from specdsl.hosts.slurm import SlurmClient, SlurmError, SshRunner, remote_script
+from specdsl.hosts.ssh import SshHost
+from specdsl.state import load_state
+
+WEIRD = ["a b", "it's", '"q"', "$(touch /tmp/specdsl-pwned)", "`id`", "x;y", "*", "back\\slash", "ünï", "new\nline"]
+
+
+@pytest.fixture
+def login_host(login, tmp_path):
+    host = SshHost(LOGIN, name="cluster", workdir=str(tmp_path / "login-workdir"), config=str(login.config))
+    try:
+        yield host
+    finally:
+        host.close()
+
+
+def no_slurm_env(login, tmp_path: Path) -> dict[str, str]:
+    """This machine's side: a PATH with ssh alone (no sbatch, no squeue) and
+    no SLURM_CONF; the ssh config of the loopback sshd."""
+    bare = tmp_path / "bin-ssh-only"
+    bare.mkdir(exist_ok=True)
+    if not (bare / "ssh").exists():
+        os.symlink("/usr/bin/ssh" if os.path.exists("/usr/bin/ssh") else subprocess.getoutput("command -v ssh"),
+                   bare / "ssh")
+    env = cli_env(SPECDSL_SSH_CONFIG=str(login.config), PATH=str(bare))
+    env.pop("SLURM_CONF", None)
+    return env
+
+
+def apply(folder: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", "m.spec", "--yes"], cwd=folder,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+# -- the command composition ------------------------------------------------------
+def test_a_remote_command_is_quoted_words():
+    script = remote_script(["sbatch", "--job-name=a b;c", "/x/job.sh"], env={"SLURM_CONF": "/e t/slurm.conf"},
+                           cwd=Path("/jobs/it's"))
+    assert script.splitlines() == [
+        "cd '/jobs/it'\"'\"'s' || { echo specdsl-nocwd >&2; exit 126; }",
+        "command -v sbatch >/dev/null 2>&1 || { echo specdsl-missing >&2; exit 127; }",
+        "exec env -- 'SLURM_CONF=/e t/slurm.conf' sbatch '--job-name=a b;c' /x/job.sh",
+    ]
+
+
+def test_values_reach_the_login_node_byte_for_byte(login_host, tmp_path):
+    folder = tmp_path / "login-workdir" / "it's a $(dir)"
+    login_host.mkdir(folder)
+    runner = SshRunner(login_host, env={"SPECDSL_WEIRD": WEIRD[3] + WEIRD[9]})
+    done = runner.run(["python3", "-c", "import json, os, sys; print(json.dumps([os.getcwd(), os.environ['SPECDSL_WEIRD'], "
+                       "*sys.argv[1:]]))", *WEIRD], timeout=30, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    assert json.loads(done.stdout) == [str(folder), WEIRD[3] + WEIRD[9], *WEIRD]
+    assert not os.path.exists("/tmp/specdsl-pwned")
+
+
+def test_a_program_the_login_node_lacks(login_host):
+    client = SlurmClient(runner=SshRunner(login_host))
+    with pytest.raises(SlurmError, match="sbatch-nowhere is not installed on the login node specdsl-test"):
+        client.run_program(["sbatch-nowhere", "--version"])
+    assert client.which("sbatch-nowhere") is None
+
+
+# -- apply through the login node ---------------------------------------------------
+def test_three_cells_through_the_login_node(fresh, login, tmp_path):
+    folder, _ = setup(tmp_path)
+    share = tmp_path / "login-share"
+    spec = folder / "m.spec"
+    spec.write_text(through_login(spec.read_text(), fresh, share))
+    out = apply(folder, no_slurm_env(login, tmp_path))
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text
+    assert "submitted on the login node specdsl-test" in text  # plan says where
+    jobs = set(re.findall(r"slurm job (\d+) submitted", text))
+    assert len(jobs) == 3, text
+    state = load_state(folder / ".specdsl")
+    runs = [r for r in state.runs if r.step.startswith("benchmark.") and r.status == "completed"]
+    assert {r.job for r in runs} == jobs and all(r.metric("output_throughput") > 0 for r in runs)
+    # the job's files were written on the login node's side ...
+    remote = sorted((share / "jobs").iterdir())
+    assert len(remote) == 3 and all((j / "job.json").is_file() and (j / "job.sh").is_file() for j in remote)
+    assert all(oct((j / "job.json").stat().st_mode & 0o777) == "0o600" for j in remote)
+    assert (share / "lib").is_dir() and list((share / "lib").glob("specdsl-*/specdsl/apply/job.py"))
+    # ... and what they recorded came back over SSH into this state folder
+    mirror = folder / ".specdsl" / "slurm" / "jobs"
+    assert sorted(p.name for p in mirror.iterdir()) == [j.name for j in remote]
+    for run in runs:
+        assert (folder / ".specdsl" / run.folder).is_dir()
+    assert not (folder / ".specdsl" / "slurm" / "preflight.sh").exists()  # nothing of Slurm's written here
+    assert fresh.jobs() == []
+
+
+def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
+    folder, _ = setup(tmp_path)
+    spec = folder / "m.spec"
+    share = tmp_path / "login-share"
+    base = through_login(spec.read_text(), fresh, share)
+    env = no_slurm_env(login, tmp_path)
+
+    spec.write_text(base.replace('partition = "debug"', 'partition = "debgu"'))
+    out = apply(folder, env)
+    text = out.stdout + out.stderr
+    assert out.returncode == 5 and 'slurm.partition: no partition "debgu" on this cluster' in text, text
+    assert "m.spec:4:" in text and "did you mean `debug`?" in text
+
+    spec.write_text(base.replace(f'python = "{sys.executable}"', 'python = "/no/such/python3"'))
+    out = apply(folder, env)
+    text = out.stdout + out.stderr
+    assert out.returncode == 5, text
+    assert "slurm.python: /no/such/python3 on the login node specdsl-test cannot run specdsl" in text, text
+    assert "m.spec:4:" in text
+
+    spec.write_text(base.replace(f'ssh   = "{LOGIN}"', 'ssh   = "specdsl-nohost"'))
+    out = apply(folder, env)
+    text = out.stdout + out.stderr
+    assert out.returncode == 5 and "host cluster (specdsl-nohost): connecting: unknown host" in text, text
+    assert fresh.jobs() == [] and not (share / "jobs").exists()  # nothing submitted
+
+
+def test_settings_that_do_not_go_with_slurm(tmp_path):
+    spec = tmp_path / "m.spec"
+    spec.write_text(spec_text(tmp_path).replace('host "cluster" {\n', 'host "cluster" {\n  ssh = "login"\n  workdir = "/x"\n'))
+    out = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "validate", str(spec)], capture_output=True,
+                         text=True, timeout=60, env=cli_env())
+    assert out.returncode == 1
+    assert "m.spec:4:3" in out.stderr and "`workdir` of a Slurm host is `slurm.workdir`" in out.stderr, out.stderr
