@@ -453,9 +453,12 @@ class SshHost:
         return self.conn.quick(small, step=f"reading {path}").stdout
 
     def put_tree(self, local: Path, folder: Path) -> None:
-        """This machine's folder `local` as `folder` on the host (a tar
-        stream, links followed; unpacked beside it and renamed into place,
-        so a half-copied folder is never seen under its name)."""
+        """This machine's folder `local` as `folder` on the host, unless it
+        is there (a tar stream, links followed; unpacked beside it and
+        renamed into place, so a half-copied folder is never seen under its
+        name)."""
+        if self.exists(folder):
+            return
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
             tar.add(str(local), arcname=".", filter=lambda info: None if "__pycache__" in info.name else info)

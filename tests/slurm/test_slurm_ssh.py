@@ -7,7 +7,6 @@ are written on the login node's side and brought back over SSH."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,6 @@ from apply_helpers import cli_env
 from slurm_helpers import LOGIN, setup, spec_text, through_login
 from specdsl.hosts.slurm import SlurmClient, SlurmError, SshRunner, remote_script
 from specdsl.hosts.ssh import SshHost
-from specdsl.state import load_state
 
 WEIRD = ["a b", "it's", '"q"', "$(touch /tmp/specdsl-pwned)", "`id`", "x;y", "*", "back\\slash", "ünï", "new\nline"]
 
@@ -82,34 +80,6 @@ def test_a_program_the_login_node_lacks(login_host):
 
 
 # -- apply through the login node ---------------------------------------------------
-def test_three_cells_through_the_login_node(fresh, login, tmp_path):
-    folder, _ = setup(tmp_path)
-    share = tmp_path / "login-share"
-    spec = folder / "m.spec"
-    spec.write_text(through_login(spec.read_text(), fresh, share))
-    out = apply(folder, no_slurm_env(login, tmp_path))
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text
-    assert "submitted on the login node specdsl-test" in text  # plan says where
-    jobs = set(re.findall(r"slurm job (\d+) submitted", text))
-    assert len(jobs) == 3, text
-    state = load_state(folder / ".specdsl")
-    runs = [r for r in state.runs if r.step.startswith("benchmark.") and r.status == "completed"]
-    assert {r.job for r in runs} == jobs and all(r.metric("output_throughput") > 0 for r in runs)
-    # the job's files were written on the login node's side ...
-    remote = sorted((share / "jobs").iterdir())
-    assert len(remote) == 3 and all((j / "job.json").is_file() and (j / "job.sh").is_file() for j in remote)
-    assert all(oct((j / "job.json").stat().st_mode & 0o777) == "0o600" for j in remote)
-    assert (share / "lib").is_dir() and list((share / "lib").glob("specdsl-*/specdsl/apply/job.py"))
-    # ... and what they recorded came back over SSH into this state folder
-    mirror = folder / ".specdsl" / "slurm" / "jobs"
-    assert sorted(p.name for p in mirror.iterdir()) == [j.name for j in remote]
-    for run in runs:
-        assert (folder / ".specdsl" / run.folder).is_dir()
-    assert not (folder / ".specdsl" / "slurm" / "preflight.sh").exists()  # nothing of Slurm's written here
-    assert fresh.jobs() == []
-
-
 def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
     folder, _ = setup(tmp_path)
     spec = folder / "m.spec"
