@@ -7,6 +7,7 @@ are written on the login node's side and brought back over SSH."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,11 @@ import pytest
 
 from apply_helpers import cli_env
 from slurm_helpers import LOGIN, setup, spec_text, through_login
+from specdsl.apply.slurm_preflight import check_python
+from specdsl.apply.slurm_site import package_folder
 from specdsl.hosts.slurm import SlurmClient, SlurmError, SshRunner, remote_script
 from specdsl.hosts.ssh import SshHost
+from specdsl.resolve.resolver import resolve_file
 
 WEIRD = ["a b", "it's", '"q"', "$(touch /tmp/specdsl-pwned)", "`id`", "x;y", "*", "back\\slash", "ünï", "new\nline"]
 
@@ -80,31 +84,55 @@ def test_a_program_the_login_node_lacks(login_host):
 
 
 # -- apply through the login node ---------------------------------------------------
+FAR = '''
+host "far" {
+  ssh   = "specdsl-nohost"
+  slurm = { partition = "debug" }
+}
+experiment "f" {
+  host     = host.far
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+'''
+
+
 def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
     folder, _ = setup(tmp_path)
     spec = folder / "m.spec"
     share = tmp_path / "login-share"
-    base = through_login(spec.read_text(), fresh, share)
-    env = no_slurm_env(login, tmp_path)
-
-    spec.write_text(base.replace('partition = "debug"', 'partition = "debgu"'))
-    out = apply(folder, env)
-    text = out.stdout + out.stderr
-    assert out.returncode == 5 and 'slurm.partition: no partition "debgu" on this cluster' in text, text
-    assert "m.spec:4:" in text and "did you mean `debug`?" in text
-
-    spec.write_text(base.replace(f'python = "{sys.executable}"', 'python = "/no/such/python3"'))
-    out = apply(folder, env)
+    text = through_login(spec.read_text(), fresh, share).replace('partition = "debug"', 'partition = "debgu"', 1)
+    spec.write_text(text + FAR)
+    out = apply(folder, no_slurm_env(login, tmp_path))
     text = out.stdout + out.stderr
     assert out.returncode == 5, text
-    assert "slurm.python: /no/such/python3 on the login node specdsl-test cannot run specdsl" in text, text
-    assert "m.spec:4:" in text
-
-    spec.write_text(base.replace(f'ssh   = "{LOGIN}"', 'ssh   = "specdsl-nohost"'))
-    out = apply(folder, env)
-    text = out.stdout + out.stderr
-    assert out.returncode == 5 and "host cluster (specdsl-nohost): connecting: unknown host" in text, text
+    # asked of the cluster through the login node, at the line that set it
+    assert 'm.spec:4:' in text and 'slurm.partition: no partition "debgu" on this cluster' in text, text
+    assert "did you mean `debug`?" in text
+    # a login node that cannot be reached fails its own host's preflight
+    assert "host far (specdsl-nohost): connecting: unknown host" in text, text
+    assert "skipped because preflight.cluster failed" in text and "skipped because preflight.far failed" in text
     assert fresh.jobs() == [] and not (share / "jobs").exists()  # nothing submitted
+
+
+def test_the_jobs_python_is_checked_on_the_login_node(login_host, tmp_path):
+    spec = tmp_path / "m.spec"
+    spec.write_text(through_login(spec_text(tmp_path), _Conf(), tmp_path / "share", python="/no/such/python3"))
+    resolved = resolve_file(spec)
+    assert resolved.ok, [d.summary for d in resolved.diags]
+    [decl] = [h for h in resolved.config.hosts if h.name == "cluster"]
+    client = SlurmClient(runner=SshRunner(login_host))
+    [problem] = check_python(decl, client, decl.slurm.python, tmp_path / "lib")
+    assert re.match(r"\S*m\.spec:4:\d+: slurm\.python: /no/such/python3 on the login node specdsl-test cannot run "
+                    r"specdsl \S+'s job", problem), problem
+    assert "No such file or directory" in problem  # what the login node said
+    # this interpreter with this package (the copy a login node gets) passes
+    assert check_python(decl, client, sys.executable, package_folder().parent) == []
+
+
+class _Conf:
+    conf = "/etc/slurm/slurm.conf"
 
 
 def test_settings_that_do_not_go_with_slurm(tmp_path):
