@@ -100,7 +100,6 @@ class SlurmRun:
         self.graph = walk.graph
         self.jobs = slurm_jobs(walk.graph, walk.plan)
         self.handled: set[str] = set()
-        self.base = self._base()
         self.sites: dict[str, LocalSite | SshSite] = {}
 
     def site(self, decl) -> LocalSite | SshSite:
@@ -152,9 +151,6 @@ class SlurmRun:
             self.walk.hooks.progress(addr, message)
 
     # -- the walk ---------------------------------------------------------------
-    def _base(self) -> Path:
-        return Path(self.walk.writer.state_dir) / "slurm"
-
     def _folder_of(self, job: SlurmJob) -> Path:
         safe = re.sub(r"[^A-Za-z0-9._=-]+", "_", job.name)[:80]
         return self.sites[job.host.name].root / "jobs" / f"{new_run_id()}-{safe}"

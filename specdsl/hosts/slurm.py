@@ -151,7 +151,6 @@ class SlurmClient:
 
     def __init__(self, env: dict[str, str] | None = None, runner=None) -> None:
         self.runner = runner if runner is not None else LocalRunner(env)
-        self.env = getattr(self.runner, "env", {})
 
     @property
     def where(self) -> str:

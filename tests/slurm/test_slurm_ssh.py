@@ -131,6 +131,20 @@ def test_the_jobs_python_is_checked_on_the_login_node(login_host, tmp_path):
     assert check_python(decl, client, sys.executable, package_folder().parent) == []
 
 
+def test_a_slurm_command_missing_on_the_login_node(login_host, tmp_path, monkeypatch):
+    """The login node's PATH lacks a command the preflight needs (here one
+    named so that no machine has it): the error names the login node."""
+    from specdsl.apply import slurm_preflight
+
+    spec = tmp_path / "m.spec"
+    spec.write_text(through_login(spec_text(tmp_path), _Conf(), tmp_path / "share"))
+    [decl] = [h for h in resolve_file(spec).config.hosts if h.name == "cluster"]
+    monkeypatch.setattr(slurm_preflight, "COMMANDS", ("sbatch-nowhere", "squeue"))
+    [problem] = slurm_preflight.check(decl, SlurmClient(runner=SshRunner(login_host)), tmp_path / "x.sh")
+    assert re.match(r"\S*m\.spec:4:\d+: host cluster runs on Slurm through specdsl-test but sbatch-nowhere is not in "
+                    r"the PATH of a non-interactive ssh session there", problem), problem
+
+
 class _Conf:
     conf = "/etc/slurm/slurm.conf"
 
