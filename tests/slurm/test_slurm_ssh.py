@@ -1,13 +1,16 @@
 """Slurm through a login node over SSH, against the real parts: the
 loopback sshd (`login`) as the login node of the real one-node cluster.
-specdsl runs here with no Slurm command on its PATH and no SLURM_CONF:
-every sbatch/scontrol/scancel runs in the sshd's sessions; the job's files
-are written on the login node's side and brought back over SSH."""
+How a command is composed and that its values arrive byte for byte; the
+preflight asked through the login node (specdsl runs here with no Slurm
+command on its PATH and no SLURM_CONF), each problem naming its setting.
+A whole apply through it: test_slurm_ssh_e2e.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +43,7 @@ def no_slurm_env(login, tmp_path: Path) -> dict[str, str]:
     bare = tmp_path / "bin-ssh-only"
     bare.mkdir(exist_ok=True)
     if not (bare / "ssh").exists():
-        os.symlink("/usr/bin/ssh" if os.path.exists("/usr/bin/ssh") else subprocess.getoutput("command -v ssh"),
-                   bare / "ssh")
+        os.symlink(shutil.which("ssh"), bare / "ssh")
     env = cli_env(SPECDSL_SSH_CONFIG=str(login.config), PATH=str(bare))
     env.pop("SLURM_CONF", None)
     return env
@@ -70,8 +72,6 @@ def test_values_reach_the_login_node_byte_for_byte(login_host, tmp_path):
     done = runner.run(["python3", "-c", "import json, os, sys; print(json.dumps([os.getcwd(), os.environ['SPECDSL_WEIRD'], "
                        "*sys.argv[1:]]))", *WEIRD], timeout=30, cwd=folder)
     assert done.returncode == 0, done.stderr
-    import json
-
     assert json.loads(done.stdout) == [str(folder), WEIRD[3] + WEIRD[9], *WEIRD]
     assert not os.path.exists("/tmp/specdsl-pwned")
 
