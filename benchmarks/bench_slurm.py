@@ -11,6 +11,10 @@ and Slurm's overhead per job.
    timing as the server (seconds of work), jobs one at a time
    (max_parallel = 1), against the same cells locally:
    (slurm wall - local wall) / 3.
+3. The same through a login node over SSH (a loopback sshd,
+   tests/hosts/ssh/sshd.py, as the login node of the same cluster):
+   (ssh wall - local sbatch wall) / 3 is what the login node adds per job.
+   `--no-serve` skips 1.
 Environments come from the test cache (SPECDSL_TEST_ENV_CACHE), as the tests'.
 """
 
@@ -25,11 +29,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO / "tests" / "slurm"), str(REPO / "tests" / "apply"), str(REPO)]
+sys.path[:0] = [str(REPO / "tests" / "slurm"), str(REPO / "tests" / "apply"), str(REPO / "tests" / "hosts" / "ssh"),
+                str(REPO)]
 
 from apply_helpers import cli_env  # noqa: E402
 from cluster import Cluster  # noqa: E402
-from slurm_helpers import serve_matrix_spec, spec_text  # noqa: E402
+from slurm_helpers import serve_matrix_spec, spec_text, through_login  # noqa: E402
+from sshd import Sshd  # noqa: E402
 
 
 def apply(folder: Path, env: dict) -> float:
@@ -49,9 +55,11 @@ def main() -> None:
     cluster.start()
     up = time.monotonic() - t0
     figures = {"cluster_up_s": round(up, 2)}
+    (work / "sshd").mkdir()
+    login = Sshd(work / "sshd").start()
     try:
         env = cli_env(**cluster.env())
-        for slurm in (True, False):
+        for slurm in (() if "--no-serve" in sys.argv else (True, False)):
             folder = work / ("serve-slurm" if slurm else "serve-local")
             shutil.copytree(REPO / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns(".specdsl", "stacks", "*.spec"))
             (folder / "m.spec").write_text(serve_matrix_spec(slurm))
@@ -65,7 +73,16 @@ def main() -> None:
             (folder / "m.spec").write_text(text)
             figures["double_" + ("slurm" if slurm else "local") + "_s"] = round(apply(folder, env), 2)
         figures["overhead_per_job_s"] = round((figures["double_slurm_s"] - figures["double_local_s"]) / 3, 2)
+        folder = work / "double-ssh"
+        (folder / "gates").mkdir(parents=True)
+        text = spec_text(folder / "gates").replace("max_parallel = 3", "max_parallel = 1")
+        (folder / "m.spec").write_text(through_login(text, cluster, work / "login-share"))
+        ssh_env = cli_env(SPECDSL_SSH_CONFIG=str(login.config))
+        ssh_env.pop("SLURM_CONF", None)
+        figures["double_ssh_s"] = round(apply(folder, ssh_env), 2)
+        figures["login_node_overhead_per_job_s"] = round((figures["double_ssh_s"] - figures["double_slurm_s"]) / 3, 2)
     finally:
+        login.stop()
         cluster.cancel_all()
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)

@@ -1,7 +1,7 @@
 """What runs inside a Slurm allocation: `python -m specdsl.apply.job JOBDIR`.
 
-The controller (`apply/slurm.py`) wrote `JOBDIR/job.pickle`: the plan and
-graph of this job's steps (hosts made this machine's: the compute node is
+The controller (`apply/slurm.py`) wrote `JOBDIR/job.json` (versioned
+JSON, `job_format`): the plan and graph of this job's steps (hosts made this machine's: the compute node is
 a `LocalHost` here), a snapshot of the state, the variables, the spec's
 folder and where environments live. This walks those steps with the
 ordinary `apply_plan`, recording into `JOBDIR/state` (a state folder of
@@ -10,16 +10,18 @@ line in `JOBDIR/events.jsonl`, which the controller follows. SIGTERM
 (scancel, the time limit) sets the stop event: servers are stopped and
 steps end as interrupted. `JOBDIR/done.json` says how the walk ended.
 
-The description is a pickle: the controller and the job run the same
-specdsl (the batch script names the controller's interpreter and package
-folder, on the shared filesystem).
+The description is checked against its schema before anything runs: a
+job file of another job format (another specdsl) or a damaged one ends the
+job with one line saying why (exit 2), and nothing in it can run code.
+`python -m specdsl.apply.job --check` imports what a job needs and prints
+this specdsl's version (the preflight of a Slurm host over SSH runs it on
+the login node with `slurm.python`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import signal
 import sys
 import threading
@@ -30,9 +32,10 @@ from typing import Any
 import attrs
 
 from specdsl import private
+from specdsl.apply.job_format import NAME as DESCRIPTION
+from specdsl.apply.job_format import JobFormatError, dumps, loads
 
-JOB_FORMAT = 1
-DESCRIPTION = "job.pickle"
+CHECK_OK = "specdsl-job-ok"
 EVENTS = "events.jsonl"
 DONE = "done.json"
 STATE = "state"
@@ -79,11 +82,28 @@ class FileHooks:
         self._emit({"event": "finish", "outcome": outcome_doc(outcome)})
 
 
+def description_text(description: dict[str, Any]) -> str:
+    """The job file's text of a description (`job_format.dumps`' keywords)."""
+    return dumps(**description)
+
+
 def write_description(jobdir: Path, description: dict[str, Any]) -> Path:
     path = Path(jobdir) / DESCRIPTION
-    with private.replacing(path, "wb", encoding=None) as f:
-        f.write(pickle.dumps({"format_version": JOB_FORMAT, **description}))
+    with private.replacing(path, "w") as f:
+        f.write(description_text(description))
     return path
+
+
+def read_description(jobdir: Path) -> dict[str, Any]:
+    """The job's description; `JobFormatError` naming the file and why."""
+    path = Path(jobdir) / DESCRIPTION
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise JobFormatError(f"{path}: no job description (the job folder has no {DESCRIPTION})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JobFormatError(f"{path}: cannot read the job description ({exc})") from None
+    return loads(text, path)
 
 
 def run(jobdir: Path) -> int:
@@ -92,11 +112,10 @@ def run(jobdir: Path) -> int:
     from specdsl.state import write_state
 
     jobdir = Path(jobdir)
-    with open(jobdir / DESCRIPTION, "rb") as f:
-        desc = pickle.load(f)
-    if desc.get("format_version") != JOB_FORMAT:
-        print(f"specdsl: {jobdir / DESCRIPTION} has job format {desc.get('format_version')}, this specdsl reads "
-              f"{JOB_FORMAT}: the controller and the node must run the same specdsl", file=sys.stderr)
+    try:
+        desc = read_description(jobdir)
+    except JobFormatError as exc:
+        print(f"specdsl: {exc}", file=sys.stderr)
         return 2
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
@@ -117,10 +136,23 @@ def run(jobdir: Path) -> int:
     return 0 if not result.interrupted else 130
 
 
+def check() -> int:
+    """Import what a job runs (the walk, the load generator, the verdicts'
+    statistics) and print `specdsl-job-ok VERSION`."""
+    import specdsl
+    import specdsl.apply.api  # noqa: F401
+    import specdsl.bench  # noqa: F401
+
+    print(f"{CHECK_OK} {specdsl.__version__}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--check"]:
+        return check()
     if len(args) != 1:
-        print("usage: python -m specdsl.apply.job JOBDIR", file=sys.stderr)
+        print("usage: python -m specdsl.apply.job JOBDIR | --check", file=sys.stderr)
         return 2
     return run(Path(args[0]))
 

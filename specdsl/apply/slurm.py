@@ -1,5 +1,6 @@
 """Steps on Slurm hosts: each job of `plan.slurm.slurm_jobs` is one batch
-job, submitted from this machine with `sbatch --parsable`, followed with
+job, submitted with `sbatch --parsable` from this machine or, for a host
+with `ssh`, on that login node (`slurm_site`), followed with
 `scontrol`/`sacct` and its events file, cancelled with `scancel` when the
 walk stops (Ctrl-C). See docs/slurm.md.
 
@@ -15,10 +16,13 @@ steps it did not finish are recorded as failed with why the job ended
 left (checks, promotions, local experiments), without the steps it
 handled, so the scheduler runs only those.
 
-Shared filesystem: required. The job folder (under `slurm.workdir`, by
-default the state folder), the environments, the spec's folder and the
-interpreter running specdsl must be visible at the same paths on the
-compute nodes; a job that cannot see its folder fails with that said.
+Shared filesystem: required between the submit host and the compute
+nodes. Submitting from this machine, the job folder (under
+`slurm.workdir`, by default the state folder), the environments, the
+spec's folder and the interpreter running specdsl must be visible at the
+same paths on the nodes. Through a login node, only the login node's
+`slurm.workdir` must be (this machine shares nothing: results come back
+over SSH). A job that cannot see its folder fails with that said.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ import json
 import re
 import shlex
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -38,7 +41,9 @@ from specdsl.apply import job as jobfile
 from specdsl.apply.context import Walk
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.apply.slurm_preflight import check as preflight_check
-from specdsl.hosts.local import default_env_root
+from specdsl.apply.slurm_preflight import check_python
+from specdsl.apply.slurm_site import LocalSite, SshSite
+from specdsl.hosts.base import HostError
 from specdsl.hosts.slurm import JobInfo, SlurmClient, SlurmError
 from specdsl.plan.model import Action
 from specdsl.plan.slurm import SlurmJob, on_slurm, resources, slurm_jobs
@@ -61,7 +66,7 @@ def run_jobs(walk: Walk, client: SlurmClient | None = None) -> Walk:
     same walk when nothing goes to Slurm)."""
     if not slurm_steps(walk):
         return walk
-    runner = SlurmRun(walk, client or SlurmClient())
+    runner = SlurmRun(walk, client)
     runner.run()
     rest = tuple(c for c in walk.plan.changes if c.addr not in runner.handled)
     return Walk(plan=attrs.evolve(walk.plan, changes=rest), graph=walk.graph, writer=walk.writer, registry=walk.registry,
@@ -73,13 +78,15 @@ class Active:
     """A job submitted and not yet imported."""
 
     job: SlurmJob
-    folder: Path
+    folder: Path  # on the submit host
     id: str
     submitted: float
+    site: object = None
+    local: Path | None = None  # the folder here: `folder` itself, or where a login node's is brought back
     state: str = ""
     reason: str = ""
     pending_bad_since: float | None = None
-    events_read: int = 0
+    events_read: int = 0  # bytes of the events file read
     started: set = attrs.Factory(set)
     finished: dict = attrs.Factory(dict)  # addr -> Outcome (as the job reported it)
     cancelled_by_us: bool = False
@@ -87,13 +94,25 @@ class Active:
 
 
 class SlurmRun:
-    def __init__(self, walk: Walk, client: SlurmClient) -> None:
+    def __init__(self, walk: Walk, client: SlurmClient | None = None) -> None:
         self.walk = walk
-        self.client = client
+        self.client = client  # for every host (tests); else each site's own
         self.graph = walk.graph
         self.jobs = slurm_jobs(walk.graph, walk.plan)
         self.handled: set[str] = set()
-        self.base = self._base()
+        self.sites: dict[str, LocalSite | SshSite] = {}
+
+    def site(self, decl) -> LocalSite | SshSite:
+        """Where host `decl`'s jobs are submitted (`HostError` when its
+        login node cannot be reached)."""
+        site = self.sites.get(decl.name)
+        if site is None:
+            if decl.ssh:
+                site = SshSite(decl, self.walk, self.walk.registry.get(decl), self.client)
+            else:
+                site = LocalSite(decl, self.walk, self.client)
+            self.sites[decl.name] = site
+        return site
 
     # -- reporting --------------------------------------------------------------
     def _finish(self, outcome: Outcome) -> None:
@@ -132,13 +151,9 @@ class SlurmRun:
             self.walk.hooks.progress(addr, message)
 
     # -- the walk ---------------------------------------------------------------
-    def _base(self) -> Path:
-        return Path(self.walk.writer.state_dir) / "slurm"
-
     def _folder_of(self, job: SlurmJob) -> Path:
-        root = Path(job.host.slurm.workdir) if job.host.slurm.workdir else self.base
         safe = re.sub(r"[^A-Za-z0-9._=-]+", "_", job.name)[:80]
-        return root / "jobs" / f"{new_run_id()}-{safe}"
+        return self.sites[job.host.name].root / "jobs" / f"{new_run_id()}-{safe}"
 
     def run(self) -> None:
         hosts = {}
@@ -190,10 +205,17 @@ class SlurmRun:
         for d in diags:
             where = f"{d.span}: " if d.span is not None else ""
             problems.append(f"{where}{d.summary}: {d.detail}")
-        private.make_dirs(self.base)
-        script = self.base / "preflight.sh"
-        private.write_text(script, "#!/bin/sh\ntrue\n")
-        return problems + preflight_check(host, self.client, script)
+        try:
+            site = self.site(host)
+            site.prepare()
+            script = site.root / "preflight.sh"
+            site.write_text(script, "#!/bin/sh\ntrue\n", mode=0o700)
+        except HostError as exc:
+            return problems + [str(exc) if str(exc).startswith("host ") else f"host {host.name}: {exc}"]
+        problems += preflight_check(host, site.client, script)
+        if not problems and (site.remote or host.slurm.python):
+            problems += check_python(host, site.client, site.python, site.package)
+        return problems
 
     def _experiments_of(self, addr: str):
         for bench in self.walk.benchmarks_of(addr):
@@ -224,7 +246,7 @@ class SlurmRun:
                 self.walk.stop.wait(POLL_S)
 
     # -- one job ----------------------------------------------------------------
-    def _description(self, job: SlurmJob) -> dict:
+    def _description(self, job: SlurmJob, folder: Path) -> dict:
         from specdsl.graph.build import Graph
 
         local = {}
@@ -236,62 +258,53 @@ class SlurmRun:
         graph = Graph(steps=steps, succ={a: tuple(s for s in self.graph.succ.get(a, ()) if s in keep) for a in keep},
                       pred={a: tuple(p for p in self.graph.pred.get(a, ()) if p in keep) for a in keep})
         plan = attrs.evolve(self.walk.plan, changes=tuple(c for c in self.walk.plan.changes if c.addr in keep))
-        slurm = job.host.slurm
-        env_root = Path(slurm.workdir) / "envs" if slurm.workdir else (self.walk.registry.env_root or default_env_root())
+        site = self.sites[job.host.name]
         return {"plan": plan, "graph": graph, "state": self.walk.writer.state, "variables": dict(self.walk.variables),
-                "spec_dir": str(Path(self.walk.spec_dir).resolve()), "env_root": str(Path(env_root).resolve()),
-                "first": lead(self.graph, job), "name": job.name}
+                "spec_dir": site.spec_dir or str(folder), "env_root": str(site.env_root),
+                "first": lead(self.graph, job), "name": job.name, "steps": list(job.steps)}
 
     def _script(self, job: SlurmJob, folder: Path) -> Path:
-        import specdsl
-
-        package_root = Path(specdsl.__file__).resolve().parent.parent
-        q = shlex.quote
-        text = "\n".join([
-            "#!/bin/sh",
-            "# written by specdsl: one chain of steps, run inside this allocation (docs/slurm.md)",
-            f"cd {q(str(folder))} || {{ echo \"specdsl: the job folder {folder} is not visible on $(hostname):"
-            " Slurm hosts need a filesystem shared with the submit host (slurm.workdir)\" >&2; exit 3; }",
-            f"PYTHONPATH={q(str(package_root))}${{PYTHONPATH:+:$PYTHONPATH}}",
-            "export PYTHONPATH",
-            f"exec {q(sys.executable)} -m specdsl.apply.job {q(str(folder))}",
-            "",
-        ])
+        site = self.sites[job.host.name]
         path = folder / "job.sh"
-        private.write_text(path, text)
-        path.chmod(0o700)
+        site.write_text(path, batch_script(folder, site.python, site.package, site.shares), mode=0o700)
         return path
 
     def _submit(self, job: SlurmJob) -> Active | None:
+        site = self.sites[job.host.name]
         folder = self._folder_of(job)
-        private.make_dirs(folder)
-        jobfile.write_description(folder, self._description(job))
-        script = self._script(job, folder)
+        first = lead(self.graph, job)
+        try:
+            site.make_dirs(folder)
+            site.write_text(folder / jobfile.DESCRIPTION, jobfile.description_text(self._description(job, folder)))
+            script = self._script(job, folder)
+        except HostError as exc:
+            self.walk.hooks.start(first, self.graph.steps[first].kind)
+            self._fail_job_steps(job, None, f"writing the job folder {folder}: {exc}", "")
+            return None
         options = [f"--job-name=specdsl-{job.name}"[:120], f"--output={folder / 'slurm.out'}", "--no-requeue",
                    f"--chdir={folder}", *resources(job.host.slurm)]
-        first = lead(self.graph, job)
         self.walk.hooks.start(first, self.graph.steps[first].kind)
         try:
-            job_id = self.client.submit(options, script, cwd=folder)
+            job_id = site.client.submit(options, script, cwd=folder)
         except SlurmError as exc:
             self._fail_job_steps(job, None, f"{exc}", str(folder / "slurm.out"))
             return None
-        private.write_text(folder / "slurm-job-id", job_id + "\n")
+        local = site.local_of(folder)
+        private.write_text(local / "slurm-job-id", job_id + "\n")
         self._note(first, f"slurm job {job_id} submitted ({' '.join(resources(job.host.slurm)) or 'defaults'}), "
                               f"steps: {', '.join(job.steps)}")
-        return Active(job, folder, job_id, time.monotonic())
+        return Active(job, folder, job_id, time.monotonic(), site=site, local=local)
 
     def _pump(self, a: Active) -> None:
         """Forward the job's new events to the walk's hooks."""
-        path = a.folder / jobfile.EVENTS
         try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.read().splitlines()
-        except OSError:
+            data = a.site.read_from(a.folder / jobfile.EVENTS, a.events_read)
+        except HostError as exc:
+            self._progress(lead(self.graph, a.job), f"slurm job {a.id}: cannot read its events ({exc}); asking again")
             return
-        complete = lines if lines and lines[-1].endswith("}") else lines[:-1]
-        for line in complete[a.events_read:]:
-            a.events_read += 1
+        complete = data[: data.rfind(b"\n") + 1]  # a line still being written waits for the next read
+        a.events_read += len(complete)
+        for line in complete.decode("utf-8", errors="replace").splitlines():
             try:
                 doc = json.loads(line)
             except ValueError:
@@ -312,7 +325,7 @@ class SlurmRun:
 
     def _poll(self, a: Active) -> JobInfo | None:
         try:
-            info = self.client.job(a.id)
+            info = a.site.client.job(a.id)
         except SlurmError as exc:
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: cannot ask Slurm ({exc}); asking again")
             return None
@@ -340,7 +353,7 @@ class SlurmRun:
     def _cancel(self, a: Active) -> None:
         a.cancelled_by_us = True
         try:
-            self.client.cancel(a.id)
+            a.site.client.cancel(a.id)
         except SlurmError as exc:
             self._progress(lead(self.graph, a.job), str(exc))
 
@@ -382,23 +395,27 @@ class SlurmRun:
             return f"slurm job {a.id} lost its node {info.nodes or ''} (NODE_FAIL: the node went down)".replace("  ", " ")
         if state == "OUT_OF_MEMORY":
             return f"slurm job {a.id} ran out of memory: raise `slurm.mem` of host {a.job.host.name}"
-        if not (a.folder / jobfile.EVENTS).exists():
-            tail = _tail(a.folder / "slurm.out")
+        if not (a.local / jobfile.EVENTS).exists():
+            tail = _tail(a.local / "slurm.out")
             return (f"slurm job {a.id} {state.lower()} (exit {info.exit_code}) before specdsl started in it: is {a.folder} "
-                    f"on a filesystem the node shares with this machine?" + (f"\n{tail}" if tail else ""))
-        tail = _tail(a.folder / "slurm.out")
+                    f"on a filesystem the node shares with {a.site.shares}?" + (f"\n{tail}" if tail else ""))
+        tail = _tail(a.local / "slurm.out")
         return f"slurm job {a.id} {state.lower()} (exit {info.exit_code})" + (f"\n{tail}" if tail else "")
 
     def _end(self, a: Active, info: JobInfo, interrupted: bool = False) -> None:
+        try:
+            a.site.bring_back(a.folder, a.local)
+        except HostError as exc:
+            self._progress(lead(self.graph, a.job), f"slurm job {a.id}: its folder could not be brought back ({exc})")
         self._import(a)
-        clean = info.state == "COMPLETED" and (a.folder / jobfile.DONE).exists()
+        clean = info.state == "COMPLETED" and (a.local / jobfile.DONE).exists()
         if clean and all(s in a.finished for s in a.job.steps):
             self._note(self._current(a), f"slurm job {a.id} ({a.job.name}): results imported")
             for outcome in a.finished.values():
                 self._finish(outcome)
             return
         why = self._why_ended(a, info)
-        log = str(a.folder / "slurm.out")
+        log = str(a.local / "slurm.out")
         if interrupted:
             for addr in a.job.steps:
                 outcome = a.finished.get(addr)
@@ -450,8 +467,8 @@ class SlurmRun:
             return
         writer = self.walk.writer
         run_id, folder = writer.new_run()
-        if a is not None and (a.folder / "slurm.out").exists():
-            shutil.copy2(a.folder / "slurm.out", folder / "slurm.out")
+        if a is not None and (a.local / "slurm.out").exists():
+            shutil.copy2(a.local / "slurm.out", folder / "slurm.out")
         run = writer.run_record(step, run_id, folder, utc_now(), "failed", reason=why.splitlines()[0][:500])
         if a is not None:
             run = attrs.evolve(run, job=a.id)
@@ -461,7 +478,7 @@ class SlurmRun:
         """What the job recorded, into the walk's state: new runs (with their
         folders, and the job id), environments and step records."""
         try:
-            done = load_state(a.folder / jobfile.STATE)
+            done = load_state(a.local / jobfile.STATE)
         except Exception as exc:  # a state the job left half-written is reported, not fatal
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: its state could not be read ({exc})")
             return
@@ -473,7 +490,7 @@ class SlurmRun:
         state_dir = Path(self.walk.writer.state_dir)
         for run in runs:
             if run.folder:
-                src, dest = a.folder / jobfile.STATE / run.folder, state_dir / run.folder
+                src, dest = a.local / jobfile.STATE / run.folder, state_dir / run.folder
                 if src.is_dir() and not dest.exists():
                     shutil.copytree(src, dest)
                     private.tighten(dest)
@@ -493,6 +510,22 @@ class SlurmRun:
             self.walk.writer.change(fn)
 
 
+def batch_script(folder: Path, python: str, package: Path, shares: str) -> str:
+    """The batch script of a job: into its folder (or say the node cannot
+    see it), then this specdsl's job runner with `python`."""
+    q = shlex.quote
+    return "\n".join([
+        "#!/bin/sh",
+        "# written by specdsl: one chain of steps, run inside this allocation (docs/slurm.md)",
+        f"cd {q(str(folder))} || {{ echo \"specdsl: the job folder \"{q(str(folder))}\" is not visible on $(hostname):"
+        f" Slurm hosts need a filesystem the compute nodes share with {shares} (slurm.workdir)\" >&2; exit 3; }}",
+        f"PYTHONPATH={q(str(package))}${{PYTHONPATH:+:$PYTHONPATH}}",
+        "export PYTHONPATH",
+        f"exec {q(python)} -m specdsl.apply.job {q(str(folder))}",
+        "",
+    ])
+
+
 def _held(outcome: Outcome) -> bool:
     """An outcome the job's walk gave because it was stopped: what it means
     depends on why the job ended (our Ctrl-C, or Slurm's reasons)."""
@@ -507,17 +540,24 @@ def lead(graph, job: SlurmJob) -> str:
 
 def _here(value, memo: dict):
     """A payload value with Slurm hosts made this machine (inside the
-    allocation the node is the local host)."""
+    allocation the node is the local host, also when it was submitted
+    through a login node)."""
     from specdsl.model import config
 
     if isinstance(value, config.Host) and value.slurm is not None:
-        return attrs.evolve(value, slurm=None)
+        return _node(value)
     if isinstance(value, config.Experiment) and value.host.slurm is not None:
         key = id(value)
         if key not in memo:
-            memo[key] = attrs.evolve(value, host=attrs.evolve(value.host, slurm=None))
+            memo[key] = attrs.evolve(value, host=_node(value.host))
         return memo[key]
     return value
+
+
+def _node(host):
+    """A Slurm host as the job sees it: the compute node it runs on (its
+    login node and the cluster are the controller's business)."""
+    return attrs.evolve(host, slurm=None, ssh=None, workdir=None)
 
 
 def _tail(path: Path, lines: int = 15) -> str:

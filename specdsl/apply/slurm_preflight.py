@@ -49,11 +49,19 @@ def check(host, client: SlurmClient, script) -> list[str]:
     batch script `sbatch --test-only` can read."""
     from specdsl.plan.slurm import resources
     slurm = host.slurm
-    missing = [c for c in COMMANDS if client.which(c) is None]
+    try:
+        missing = [c for c in COMMANDS if client.which(c) is None]
+    except SlurmError as exc:
+        return [f"host {host.name}: {exc}"]
     if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        if getattr(host, "ssh", None):
+            return [f"{_where(slurm, 'partition')}host {host.name} runs on Slurm through {host.ssh} but "
+                    f"{', '.join(missing)} {verb} not in the PATH of a non-interactive ssh session there: "
+                    "check `ssh = ...` names the cluster's login node (where `sbatch` runs)"]
         return [f"{_where(slurm, 'partition')}host {host.name} runs on Slurm but {', '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} not in PATH here: install Slurm's client commands "
-                "(Debian: slurm-client) on the machine that runs specdsl, or run it on a login node"]
+                f"{verb} not in PATH here: install Slurm's client commands "
+                "(Debian: slurm-client) on the machine that runs specdsl, or set `ssh` to a login node"]
     try:
         client.ping()
         partitions = client.partitions()
@@ -98,3 +106,27 @@ def check(host, client: SlurmClient, script) -> list[str]:
     except SlurmError as exc:
         return [f"host {host.name}: {exc}"]
     return []
+
+
+def check_python(host, client: SlurmClient, python: str, package) -> list[str]:
+    """Problems of the Python that runs the job (`slurm.python`): it must
+    import this specdsl's job runner from `package` (the PYTHONPATH the
+    batch script sets) with its dependencies, and be this version."""
+    import specdsl
+    from specdsl.apply.job import CHECK_OK
+
+    slurm = host.slurm
+    where = _where(slurm, "python") if slurm.python else _where(slurm, "partition")
+    try:
+        done = client.run_program(["env", f"PYTHONPATH={package}", python, "-m", "specdsl.apply.job", "--check"],
+                                  timeout=120)
+    except SlurmError as exc:
+        return [f"{where}slurm.python: {exc}"]
+    words = done.stdout.split()
+    if done.returncode == 0 and words[:1] == [CHECK_OK] and words[1:2] == [specdsl.__version__]:
+        return []
+    said = [line for line in (done.stderr or done.stdout).strip().splitlines() if line.strip()]
+    why = said[-1].strip() if said else f"exit {done.returncode}"
+    return [f"{where}slurm.python: {python} {client.where} cannot run specdsl {specdsl.__version__}'s job ({why}): "
+            "set `slurm.python` to a Python 3.11+ on the cluster with specdsl's dependencies "
+            "(`pip install specdsl` in a virtual environment there installs them)"]

@@ -1,22 +1,25 @@
-"""Slurm's own commands, run from this machine (the submit host): `sbatch`,
-`squeue`, `scontrol`, `sinfo`, `sacctmgr`, `sacct`, `scancel`.
+"""Slurm's own commands: `sbatch`, `squeue`, `scontrol`, `sinfo`,
+`sacctmgr`, `sacct`, `scancel`, run on the submit host: this machine
+(`LocalRunner`), or a login node reached over SSH (`SshRunner`: each
+command one quoted script through the host's connection, docs/hosts.md).
 
 Slurm is the scheduler here: specdsl submits one batch job per chain and
 follows it; what runs inside the allocation is `specdsl.apply.job` on the
 compute node's own `LocalHost`. Every command is an argv list with a
 timeout; a command that cannot run or times out is a `SlurmError` naming
-it. The cluster is the one the environment names (`SLURM_CONF`, or
-Slurm's own default).
+it. The cluster is the one the submit host's environment names
+(`SLURM_CONF`, or Slurm's own default), or `slurm.conf`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import attrs
 
@@ -67,17 +70,18 @@ def parse_fields(text: str) -> dict[str, str]:
     return {k: v for k, v in _FIELD_RE.findall(text)}
 
 
-class SlurmClient:
-    """The Slurm commands of this machine. `env` adds to the environment
-    the commands see (tests point `SLURM_CONF` at their cluster)."""
+class LocalRunner:
+    """Commands on this machine, each in its own process group."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    where = "here"
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.env = dict(os.environ, **(env or {}))
 
     def which(self, program: str) -> str | None:
         return shutil.which(program, path=self.env.get("PATH"))
 
-    def _run(self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    def run(self, argv: Sequence[str], *, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
         argv = [str(a) for a in argv]
         try:
             return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env, cwd=cwd,
@@ -88,6 +92,80 @@ class SlurmClient:
             raise SlurmError(f"{argv[0]} did not answer within {timeout:.0f}s: is slurmctld up?") from None
         except OSError as exc:
             raise SlurmError(f"{argv[0]} could not run: {exc}") from None
+
+
+_MISSING = 127  # sh's status for a command not found
+
+
+def remote_script(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | Path | None = None) -> str:
+    """The sh script that runs `argv` on a login node: every value one
+    quoted word (the script itself reaches the host as base64, so no shell
+    there parses a value of ours); a missing program exits 127 with a
+    marker, a missing `cwd` 126."""
+    argv = [str(a) for a in argv]
+    lines = []
+    if cwd is not None:
+        lines.append(f"cd {shlex.quote(str(cwd))} || {{ echo specdsl-nocwd >&2; exit 126; }}")
+    lines.append(f"command -v {shlex.quote(argv[0])} >/dev/null 2>&1 || {{ echo specdsl-missing >&2; exit {_MISSING}; }}")
+    assign = [f"{k}={v}" for k, v in sorted((env or {}).items())]
+    lines.append("exec " + shlex.join(["env", "--", *assign, *argv] if assign else argv))
+    return "\n".join(lines) + "\n"
+
+
+class SshRunner:
+    """Commands on a login node, through an `SshHost`'s one connection:
+    short ones through its worker shell (no new ssh client, no login shell
+    per command). `env` is added to what each command sees there."""
+
+    def __init__(self, host, env: Mapping[str, str] | None = None) -> None:
+        self.host = host
+        self.env = dict(env or {})
+        self.where = f"on the login node {host.target}"
+
+    def which(self, program: str) -> str | None:
+        try:
+            return self.host.which(program)
+        except HostError as exc:
+            raise SlurmError(str(exc)) from None
+
+    def run(self, argv: Sequence[str], *, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        argv = [str(a) for a in argv]
+        script = remote_script(argv, env=self.env, cwd=cwd)
+        try:
+            done = self.host.conn.quick(script, step=f"running {argv[0]}", ok=range(0, 255), timeout=timeout)
+        except HostError as exc:
+            raise SlurmError(str(exc)) from None
+        out = done.stdout.decode("utf-8", errors="replace")
+        err = done.stderr.decode("utf-8", errors="replace")
+        if done.returncode == _MISSING and "specdsl-missing" in err:
+            raise SlurmError(f"{argv[0]} is not installed {self.where} (not in the PATH of a non-interactive ssh session)")
+        if done.returncode == 126 and "specdsl-nocwd" in err:
+            raise SlurmError(f"{argv[0]}: no folder {cwd} {self.where}")
+        return subprocess.CompletedProcess(argv, done.returncode, out, err)
+
+
+class SlurmClient:
+    """The Slurm commands of the submit host: this machine, or a login node
+    (`runner`, an `SshRunner`). `env` adds to the environment the commands
+    see (`slurm.conf`; tests point `SLURM_CONF` at their cluster)."""
+
+    def __init__(self, env: dict[str, str] | None = None, runner=None) -> None:
+        self.runner = runner if runner is not None else LocalRunner(env)
+
+    @property
+    def where(self) -> str:
+        return self.runner.where
+
+    def which(self, program: str) -> str | None:
+        return self.runner.which(program)
+
+    def _run(self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        return self.runner.run(argv, timeout=timeout, cwd=cwd)
+
+    def run_program(self, argv: Sequence[str], *, timeout: float = COMMAND_TIMEOUT_S) -> subprocess.CompletedProcess:
+        """Another program on the submit host (the preflight's check of
+        the job's Python); its status, stdout and stderr as text."""
+        return self._run(argv, timeout=timeout)
 
     @staticmethod
     def _message(proc: subprocess.CompletedProcess) -> str:

@@ -446,6 +446,31 @@ class SshHost:
             with tarfile.open(fileobj=io.BytesIO(data)) as tar:
                 tar.extractall(local, filter="data")
 
+    def read_from(self, path: Path, offset: int) -> bytes:
+        """The bytes of `path` after its first `offset` (b"" when it does not
+        exist yet): how a file another process appends to is followed."""
+        small = f"[ -f {q(path)} ] || exit 0; tail -c +{int(offset) + 1} {q(path)} | head -c {_SMALL_BYTES}"
+        return self.conn.quick(small, step=f"reading {path}").stdout
+
+    def put_tree(self, local: Path, folder: Path) -> None:
+        """This machine's folder `local` as `folder` on the host, unless it
+        is there (a tar stream, links followed; unpacked beside it and
+        renamed into place, so a half-copied folder is never seen under its
+        name)."""
+        if self.exists(folder):
+            return
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", dereference=True) as tar:
+            tar.add(str(local), arcname=".", filter=lambda info: None if "__pycache__" in info.name else info)
+        dest = PurePosixPath(folder)
+        script = "\n".join([
+            "umask 077", f"mkdir -p {q(dest.parent)} || exit 1", f"[ -d {q(dest)} ] && exit 0",
+            f"tmp=$(mktemp -d {q(str(dest.parent / ('.' + dest.name + '.XXXXXX')))}) || exit 1",
+            f'if tar -C "$tmp" -xf - && mv "$tmp" {q(dest)}; then exit 0; fi',
+            f'rm -rf "$tmp"; [ -d {q(dest)} ]',  # another apply put it there first
+        ])
+        self.conn.call(script, step=f"copying {local} to {folder}", data=buf.getvalue(), timeout=300)
+
     # -- programs -------------------------------------------------------------
     def getenv(self, name: str) -> str | None:
         """See `Host.getenv` (the environment of a non-interactive ssh session)."""

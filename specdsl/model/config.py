@@ -78,6 +78,9 @@ class Slurm:
     max_parallel: int = 4
     workdir: str | None = None
     sbatch_args: tuple[str, ...] = ()
+    # with `ssh` on the host: Slurm's commands run on that login node
+    conf: str | None = attrs.field(default=None, metadata={"omit_none": True})
+    python: str | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
     spans: Pairs = attrs.field(default=(), eq=False)  # setting -> span of its value (preflight errors point there)
 
@@ -88,7 +91,8 @@ class Slurm:
 @attrs.frozen
 class Host:
     """Where things run. `ssh` None means this machine; `slurm` set: a
-    cluster, through Slurm, submitted from this machine.
+    cluster, through Slurm, submitted from this machine (or, with `ssh`,
+    from that login node).
 
     `gpus` is how many GPUs specdsl may use there; `gpu_ids` the device
     ids when the spec listed them (`gpus = [0, 2]`), else () for

@@ -135,7 +135,7 @@ def render_jobs(graph, plan: Plan) -> str:
     jobs = slurm_jobs(graph, plan)
     if not jobs:
         return ""
-    lines = ["", "Slurm jobs (one per chain, submitted with sbatch from this machine):"]
+    lines = ["", "Slurm jobs (one per chain, submitted with sbatch):"]
     by_host: dict[str, int] = {}
     for job in jobs:
         by_host[job.host.name] = by_host.get(job.host.name, 0) + 1
@@ -144,5 +144,6 @@ def render_jobs(graph, plan: Plan) -> str:
         lines.append("    " + ", ".join(job.steps))
     for name, n in sorted(by_host.items()):
         host = next(j.host for j in jobs if j.host.name == name)
-        lines.append(f"  host {name}: {n} job(s), at most {host.slurm.max_parallel} at once")
+        where = f"on the login node {host.ssh}" if getattr(host, "ssh", None) else "from this machine"
+        lines.append(f"  host {name}: {n} job(s), at most {host.slurm.max_parallel} at once, submitted {where}")
     return "\n".join(lines) + "\n"

@@ -188,7 +188,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "sensitive": Field(boolean, doc="a secret: its value is never shown or written (docs/language.md)"),
     },
     "host": {
-        "ssh": Field(string, doc="user@host; leave out for this machine"),
+        "ssh": Field(string, doc="user@host; leave out for this machine (with `slurm`: the login node)"),
         "gpus": Field(gpu_count_or_ids, doc="how many GPUs (`8`) or which device ids (`[0, 2]`) specdsl may use"),
         "allow_busy_gpus": Field(boolean, doc="benchmark even when another job holds memory or processes on the GPUs"),
         "workdir": Field(string),
@@ -267,6 +267,10 @@ def check_attrs(kind: str, values: dict[str, V], names: dict[str, Span | None], 
             ok = False
         else:
             out[name] = value
+    if kind == "host" and "slurm" in values:
+        from specdsl.validate.slurm import check_host
+
+        ok = check_host(values, names, diags) and ok
     for name, field in schema.items():
         if field.required and name not in values:
             diags.append(Diagnostic.error(f"Missing required attribute `{name}` in {kind}", span, f"add `{name} = ...`"))

@@ -28,8 +28,10 @@ DOCS = {
     "cpus": "CPUs for the job's one task",
     "mem": 'memory per node, `"64G"`',
     "max_parallel": "the most jobs of this host at once (default 4)",
-    "workdir": "a folder this machine and the compute nodes share (job folders, environments)",
+    "workdir": "a folder the submit host and the compute nodes share (job folders, environments)",
     "sbatch_args": "more sbatch options, verbatim",
+    "conf": "the cluster's slurm.conf on the submit host (default: its SLURM_CONF or Slurm's own)",
+    "python": "the Python on the compute nodes that runs specdsl's job (with `ssh`, default python3)",
 }
 
 
@@ -69,6 +71,17 @@ def _check(key: str, item: V, diags) -> Any:
 
     x = item.value
     label = f"slurm.{key}"
+    if key in ("conf", "python"):
+        value = schema.string(item, diags, label)
+        if value is INVALID:
+            return value
+        if key == "conf" and not value.startswith("/"):
+            return _err(diags, "`slurm.conf` must be an absolute path", item.span,
+                        "the path of slurm.conf on the submit host (the login node with `ssh`)")
+        if key == "python" and (not value.strip() or ("/" in value and not value.startswith("/"))):
+            return _err(diags, f'`slurm.python` "{value}" is neither a program name nor an absolute path', item.span,
+                        'write "python3" (found on the nodes\' PATH) or the interpreter\'s full path')
+        return value
     if key in ("partition", "account", "workdir"):
         value = schema.string(item, diags, label)
         if value is not INVALID and not value.strip():
@@ -106,6 +119,20 @@ def _check(key: str, item: V, diags) -> Any:
 def _err(diags, summary, span, detail=""):
     diags.append(Diagnostic.error(summary, span, detail))
     return INVALID
+
+
+def check_host(values: dict[str, V], names: dict, diags: list[Diagnostic]) -> bool:
+    """The settings of a host block with `slurm` that do not go together;
+    False (each problem reported at its key) when one is there."""
+    ok = True
+    if "workdir" in values:
+        v = values["workdir"]
+        diags.append(Diagnostic.error(
+            "`workdir` of a Slurm host is `slurm.workdir`", names.get("workdir") or v.span,
+            "on a Slurm host the job folders and environments live where the compute nodes see them: "
+            "write the folder as `slurm = { workdir = \"/shared/...\" }`"))
+        ok = False
+    return ok
 
 
 def check_experiment_on_slurm(exp: config.Experiment, diags: list[Diagnostic]) -> None:

@@ -1,6 +1,12 @@
 """The real one-node Slurm cluster of these tests (cluster.py), once per
 module. Without Slurm installed the tests are skipped, unless
-SPECDSL_REQUIRE_SLURM=1 (CI sets it: there a missing Slurm is a failure)."""
+SPECDSL_REQUIRE_SLURM=1 (CI sets it: there a missing Slurm is a failure).
+
+`login`: a real sshd on loopback (tests/hosts/ssh/sshd.py) standing in for
+the cluster's login node. Both run as the current user (root: the
+cluster's daemons need it), so a job submitted through the sshd session
+runs as that user on the one node, and the "login node" sees the same
+filesystem as the node, as a real login node does."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "apply"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "hosts" / "ssh"))
 
 from cluster import Cluster, available  # noqa: E402
 
@@ -41,3 +48,19 @@ def fresh(cluster):
     cluster.cancel_all()
     if not cluster.idle():
         cluster.resume()
+
+
+@pytest.fixture(scope="module")
+def login(tmp_path_factory):
+    from sshd import Sshd, available as sshd_available
+
+    why = sshd_available()
+    if why:
+        if os.environ.get("SPECDSL_REQUIRE_SLURM") == "1":
+            pytest.fail(f"SPECDSL_REQUIRE_SLURM=1 but {why}")
+        pytest.skip(why)
+    server = Sshd(tmp_path_factory.mktemp("login")).start()
+    try:
+        yield server
+    finally:
+        server.stop()

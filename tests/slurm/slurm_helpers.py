@@ -97,3 +97,17 @@ def serve_matrix_spec(slurm: bool) -> str:
           assert "batching on" {{ effective.continuous_batching == true }}
         }}
     ''')
+
+
+LOGIN = "specdsl-test"  # the loopback sshd's alias (tests/hosts/ssh/sshd.py)
+
+
+def through_login(text: str, cluster, workdir: Path, *, python: str = sys.executable) -> str:
+    """A spec's Slurm host made a login node over SSH: Slurm's commands run
+    in the sshd's sessions, with the test cluster's slurm.conf; job folders
+    under `workdir` ("the login node's" shared folder)."""
+    old = 'host "cluster" {\n  slurm = { '
+    assert old in text
+    new = (f'host "cluster" {{\n  ssh   = "{LOGIN}"\n  slurm = {{ conf = "{cluster.conf}", python = "{python}", '
+           f'workdir = "{workdir}", ')
+    return text.replace(old, new)

@@ -88,6 +88,8 @@ def test_partition_with_its_node_down(fresh, tmp_path):
     ('mem = 64', "`slurm.mem` needs a unit"),
     ('max_parallel = 0', "`slurm.max_parallel` must be >= 1, not 0"),
     ('workdir = "jobs"', "`slurm.workdir` must be an absolute path"),
+    ('conf = "etc/slurm.conf"', "`slurm.conf` must be an absolute path"),
+    ('python = "venv/bin/python"', '`slurm.python` "venv/bin/python" is neither a program name nor an absolute path'),
 ])
 def test_settings_the_language_rejects(tmp_path, setting, message):
     spec = tmp_path / "m.spec"

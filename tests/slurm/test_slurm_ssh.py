@@ -1,0 +1,158 @@
+"""Slurm through a login node over SSH, against the real parts: the
+loopback sshd (`login`) as the login node of the real one-node cluster.
+How a command is composed and that its values arrive byte for byte; the
+preflight asked through the login node (specdsl runs here with no Slurm
+command on its PATH and no SLURM_CONF), each problem naming its setting.
+A whole apply through it: test_slurm_ssh_e2e.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from apply_helpers import cli_env
+from slurm_helpers import LOGIN, setup, spec_text, through_login
+from specdsl.apply.slurm_preflight import check_python
+from specdsl.apply.slurm_site import package_folder
+from specdsl.hosts.slurm import SlurmClient, SlurmError, SshRunner, remote_script
+from specdsl.hosts.ssh import SshHost
+from specdsl.resolve.resolver import resolve_file
+
+WEIRD = ["a b", "it's", '"q"', "$(touch /tmp/specdsl-pwned)", "`id`", "x;y", "*", "back\\slash", "ünï", "new\nline"]
+
+
+@pytest.fixture
+def login_host(login, tmp_path):
+    host = SshHost(LOGIN, name="cluster", workdir=str(tmp_path / "login-workdir"), config=str(login.config))
+    try:
+        yield host
+    finally:
+        host.close()
+
+
+def no_slurm_env(login, tmp_path: Path) -> dict[str, str]:
+    """This machine's side: a PATH with ssh alone (no sbatch, no squeue) and
+    no SLURM_CONF; the ssh config of the loopback sshd."""
+    bare = tmp_path / "bin-ssh-only"
+    bare.mkdir(exist_ok=True)
+    if not (bare / "ssh").exists():
+        os.symlink(shutil.which("ssh"), bare / "ssh")
+    env = cli_env(SPECDSL_SSH_CONFIG=str(login.config), PATH=str(bare))
+    env.pop("SLURM_CONF", None)
+    return env
+
+
+def apply(folder: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", "m.spec", "--yes"], cwd=folder,
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+# -- the command composition ------------------------------------------------------
+def test_a_remote_command_is_quoted_words():
+    script = remote_script(["sbatch", "--job-name=a b;c", "/x/job.sh"], env={"SLURM_CONF": "/e t/slurm.conf"},
+                           cwd=Path("/jobs/it's"))
+    assert script.splitlines() == [
+        "cd '/jobs/it'\"'\"'s' || { echo specdsl-nocwd >&2; exit 126; }",
+        "command -v sbatch >/dev/null 2>&1 || { echo specdsl-missing >&2; exit 127; }",
+        "exec env -- 'SLURM_CONF=/e t/slurm.conf' sbatch '--job-name=a b;c' /x/job.sh",
+    ]
+
+
+def test_values_reach_the_login_node_byte_for_byte(login_host, tmp_path):
+    folder = tmp_path / "login-workdir" / "it's a $(dir)"
+    login_host.mkdir(folder)
+    runner = SshRunner(login_host, env={"SPECDSL_WEIRD": WEIRD[3] + WEIRD[9]})
+    done = runner.run(["python3", "-c", "import json, os, sys; print(json.dumps([os.getcwd(), os.environ['SPECDSL_WEIRD'], "
+                       "*sys.argv[1:]]))", *WEIRD], timeout=30, cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [str(folder), WEIRD[3] + WEIRD[9], *WEIRD]
+    assert not os.path.exists("/tmp/specdsl-pwned")
+
+
+def test_a_program_the_login_node_lacks(login_host):
+    client = SlurmClient(runner=SshRunner(login_host))
+    with pytest.raises(SlurmError, match="sbatch-nowhere is not installed on the login node specdsl-test"):
+        client.run_program(["sbatch-nowhere", "--version"])
+    assert client.which("sbatch-nowhere") is None
+
+
+# -- apply through the login node ---------------------------------------------------
+FAR = '''
+host "far" {
+  ssh   = "specdsl-nohost"
+  slurm = { partition = "debug" }
+}
+experiment "f" {
+  host     = host.far
+  stack    = stack.sys
+  server   = server.s
+  workload = workload.w
+}
+'''
+
+
+def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
+    folder, _ = setup(tmp_path)
+    spec = folder / "m.spec"
+    share = tmp_path / "login-share"
+    text = through_login(spec.read_text(), fresh, share).replace('partition = "debug"', 'partition = "debgu"', 1)
+    spec.write_text(text + FAR)
+    out = apply(folder, no_slurm_env(login, tmp_path))
+    text = out.stdout + out.stderr
+    assert out.returncode == 5, text
+    # asked of the cluster through the login node, at the line that set it
+    assert 'm.spec:4:' in text and 'slurm.partition: no partition "debgu" on this cluster' in text, text
+    assert "did you mean `debug`?" in text
+    # a login node that cannot be reached fails its own host's preflight
+    assert "host far (specdsl-nohost): connecting: unknown host" in text, text
+    assert "skipped because preflight.cluster failed" in text and "skipped because preflight.far failed" in text
+    assert fresh.jobs() == [] and not (share / "jobs").exists()  # nothing submitted
+
+
+def test_the_jobs_python_is_checked_on_the_login_node(login_host, tmp_path):
+    spec = tmp_path / "m.spec"
+    spec.write_text(through_login(spec_text(tmp_path), _Conf(), tmp_path / "share", python="/no/such/python3"))
+    resolved = resolve_file(spec)
+    assert resolved.ok, [d.summary for d in resolved.diags]
+    [decl] = [h for h in resolved.config.hosts if h.name == "cluster"]
+    client = SlurmClient(runner=SshRunner(login_host))
+    [problem] = check_python(decl, client, decl.slurm.python, tmp_path / "lib")
+    assert re.match(r"\S*m\.spec:4:\d+: slurm\.python: /no/such/python3 on the login node specdsl-test cannot run "
+                    r"specdsl \S+'s job", problem), problem
+    assert "No such file or directory" in problem  # what the login node said
+    # this interpreter with this package (the copy a login node gets) passes
+    assert check_python(decl, client, sys.executable, package_folder().parent) == []
+
+
+def test_a_slurm_command_missing_on_the_login_node(login_host, tmp_path, monkeypatch):
+    """The login node's PATH lacks a command the preflight needs (here one
+    named so that no machine has it): the error names the login node."""
+    from specdsl.apply import slurm_preflight
+
+    spec = tmp_path / "m.spec"
+    spec.write_text(through_login(spec_text(tmp_path), _Conf(), tmp_path / "share"))
+    [decl] = [h for h in resolve_file(spec).config.hosts if h.name == "cluster"]
+    monkeypatch.setattr(slurm_preflight, "COMMANDS", ("sbatch-nowhere", "squeue"))
+    [problem] = slurm_preflight.check(decl, SlurmClient(runner=SshRunner(login_host)), tmp_path / "x.sh")
+    assert re.match(r"\S*m\.spec:4:\d+: host cluster runs on Slurm through specdsl-test but sbatch-nowhere is not in "
+                    r"the PATH of a non-interactive ssh session there", problem), problem
+
+
+class _Conf:
+    conf = "/etc/slurm/slurm.conf"
+
+
+def test_settings_that_do_not_go_with_slurm(tmp_path):
+    spec = tmp_path / "m.spec"
+    spec.write_text(spec_text(tmp_path).replace('host "cluster" {\n', 'host "cluster" {\n  ssh = "login"\n  workdir = "/x"\n'))
+    out = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "validate", str(spec)], capture_output=True,
+                         text=True, timeout=60, env=cli_env())
+    assert out.returncode == 1
+    assert "m.spec:4:3" in out.stderr and "`workdir` of a Slurm host is `slurm.workdir`" in out.stderr, out.stderr
