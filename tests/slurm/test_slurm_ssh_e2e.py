@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from apply_helpers import REPO, env_root, processes_mentioning
+from apply_helpers import REPO, processes_mentioning
 from slurm_helpers import serve_matrix_spec, through_login
 from specdsl.state import load_state
 from test_slurm_ssh import apply, no_slurm_env
@@ -40,14 +40,9 @@ def test_one_cell_of_transformers_serve_through_the_login_node(fresh, login, tmp
     text = serve_matrix_spec(slurm=True).replace('"./tiny-llama"', f'"{TINY}"')
     text = text.replace("matrix   = { mem = [0.02, 0.025, 0.03] }", "matrix   = { mem = [0.03] }")
     (folder / "m.spec").write_text(through_login(text, fresh, share))
-    # An environment's identity names its machine (ssh, slurm.workdir), so this
-    # host's differs from the local Slurm e2e's; but the loopback login node's
-    # nodes are this machine: the environment that e2e built (or builds) is the
-    # one this job would build. Linked under this host's identity: CI builds
-    # it once.
-    (tmp_path / "local.spec").write_text(serve_matrix_spec(slurm=True))
-    os.symlink(env_root() / provision_identity(tmp_path / "local.spec"),
-               share / "envs" / provision_identity(folder / "m.spec"))
+    # the environment is built under the login node's shared folder (an
+    # environment's identity names its machine, so the local e2e's is not
+    # this host's); uv's cache, filled by the local e2e, makes that seconds
     out = apply(folder, no_slurm_env(login, tmp_path), timeout=600)
     text = out.stdout + out.stderr
     assert out.returncode == 0, text
@@ -59,8 +54,8 @@ def test_one_cell_of_transformers_serve_through_the_login_node(fresh, login, tmp
     [run] = [r for r in state.runs if r.step.startswith("benchmark.") and r.status == "completed"]
     assert run.job == jobs[0] and run.metric("output_throughput") > 0
     assert not state.servers  # the server ended with its job
-    [env] = state.environments  # the local e2e's, reused through the link: nothing built
-    assert env.path == str(env_root() / provision_identity(tmp_path / "local.spec") / "venv")
+    [env] = state.environments
+    assert env.path == str(share / "envs" / provision_identity(folder / "m.spec") / "venv")
     # the job's files were written on the login node's side ...
     [remote] = sorted((share / "jobs").iterdir())
     assert (remote / "job.json").is_file() and (remote / "job.sh").is_file()
