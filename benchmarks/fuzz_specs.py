@@ -289,22 +289,24 @@ def worker(args: tuple) -> dict:
     return tally.as_dict()
 
 
-def _load_checkpoint(path: Path | None, key: dict) -> tuple[set[int], Tally, float]:
-    """The tasks a stopped run finished, their figures and the seconds it ran."""
+def _load_checkpoint(path: Path | None, key: dict) -> tuple[set[int], Tally, float, list[float]]:
+    """The tasks a stopped run finished, their figures, the seconds it ran and
+    the load averages it saw."""
     tally = Tally()
     if path is None or not path.exists():
-        return set(), tally, 0.0
+        return set(), tally, 0.0, []
     saved = json.loads(path.read_text())
     if saved["key"] != key:
         raise SystemExit(f"{path}: a checkpoint of another run ({saved['key']}, not {key}); remove it or pass another file")
     for name, value in saved["tally"].items():
         setattr(tally, name, value)
-    return set(saved["done"]), tally, saved["wall_s"]
+    return set(saved["done"]), tally, saved["wall_s"], saved.get("load_1min_seen", [])
 
 
-def _save_checkpoint(path: Path, key: dict, done: set[int], tally: Tally, wall_s: float) -> None:
+def _save_checkpoint(path: Path, key: dict, done: set[int], tally: Tally, wall_s: float, loads: list[float]) -> None:
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"key": key, "done": sorted(done), "tally": tally.as_dict(), "wall_s": wall_s}))
+    tmp.write_text(json.dumps({"key": key, "done": sorted(done), "tally": tally.as_dict(), "wall_s": wall_s,
+                               "load_1min_seen": [min(loads), max(loads)]}))
     os.replace(tmp, path)
 
 
@@ -321,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     key = {"count": args.count, "seed": args.seed, "chunk": args.chunk, "slow_s": args.slow_s}
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
-    done, tally, before_s = _load_checkpoint(checkpoint, key)
+    done, tally, before_s, loads = _load_checkpoint(checkpoint, key)
     tasks, left, i = [], args.count, 0
     while left > 0:
         n = min(args.chunk, left)
@@ -332,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     if done:
         print(f"checkpoint {checkpoint}: {len(done)} tasks ({tally.inputs} inputs) done, {len(tasks)} left", flush=True)
     started = time.monotonic()
-    loads = [os.getloadavg()[0]]
+    loads = loads + [os.getloadavg()[0]]
     if args.workers <= 1:
         results = ((t[0], worker(t)) for t in tasks)
     else:
@@ -356,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(tally.slow)} over {args.slow_s:g}s wall, {len(tally.slow_cpu)} over {args.slow_s:g}s cpu, "
               f"max {tally.max_wall:.2f}s wall / {tally.max_cpu:.2f}s cpu, load {loads[-1]:.1f}", flush=True)
         if checkpoint:
-            _save_checkpoint(checkpoint, key, done, tally, before_s + time.monotonic() - started)
+            _save_checkpoint(checkpoint, key, done, tally, before_s + time.monotonic() - started, loads)
         if args.json:  # after every task: a run stopped early still leaves its figures
             Path(args.json).write_text(json.dumps(figures(False), indent=2, sort_keys=True) + "\n")
     final = figures(True)
