@@ -5,7 +5,7 @@ command, or "Traceback" in what it printed) and a command over 2 s.
 
     python benchmarks/fuzz_specs.py [--count 100000] [--seed 1] [--workers 2]
                                     [--slow-s 2] [--keep DIR] [--json FILE]
-                                    [--checkpoint FILE]
+                                    [--checkpoint FILE] [--from-task N]
 
 Inputs, in equal parts, all from `--seed` (the same seed gives the same inputs):
 - `mutate`: token-level edits of the example specs (delete, duplicate,
@@ -26,7 +26,8 @@ The inputs are cut into tasks of `--chunk` inputs, each its own seed, so
 a run can stop and go on: with `--checkpoint FILE` the figures so far and
 the tasks done are written there (atomically) after every task, and a
 second run with the same file and the same `--count --seed --chunk
---slow-s` does only the tasks left and adds them up. The figures name the
+--slow-s` does only the tasks left and adds them up. `--from-task N`
+skips the tasks before N (inputs a run of the same seed already did). The figures name the
 slowest command by CPU time and by wall time, and the 1-minute load
 average seen after each task (lowest, highest).
 """
@@ -328,14 +329,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", default="fuzz-failures", help="folder for offending inputs")
     ap.add_argument("--json", help="write the figures to this file too")
     ap.add_argument("--checkpoint", help="record the tasks done here; a run given it again goes on from there")
+    ap.add_argument("--from-task", type=int, default=0, metavar="N",
+                    help="skip the tasks before N (done by another run): the inputs from N * chunk on")
     args = ap.parse_args(argv)
-    key = {"count": args.count, "seed": args.seed, "chunk": args.chunk, "slow_s": args.slow_s, "inputs": INPUTS_VERSION}
+    key = {"count": args.count, "seed": args.seed, "chunk": args.chunk, "slow_s": args.slow_s, "from_task": args.from_task, "inputs": INPUTS_VERSION}
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     done, tally, before_s, loads = _load_checkpoint(checkpoint, key)
     tasks, left, i = [], args.count, 0
     while left > 0:
         n = min(args.chunk, left)
-        if i not in done:
+        if i not in done and i >= args.from_task:
             tasks.append((i, n, args.seed, args.slow_s, args.keep))
         left -= n
         i += 1
@@ -354,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                                   "slow_threshold_s": args.slow_s, "count_asked": args.count, "finished": finished,
                                   "workers": args.workers, "chunk": args.chunk, "cpus": os.cpu_count(),
                                   "load_1min_seen": [min(loads), max(loads)],
-                                  "tasks_from_checkpoint": resumed}
+                                  "tasks_from_checkpoint": resumed, "from_task": args.from_task}
 
     resumed = len(done)
     for index, result in results:

@@ -69,5 +69,8 @@ def test_a_stopped_run_goes_on_from_its_checkpoint(tmp_path, monkeypatch):
     assert done_again == [2] and resumed["tasks_from_checkpoint"] == 2
     for key in ("inputs", "by_kind", "commands", "valid", "planned", "exit_codes", "tracebacks"):
         assert resumed[key] == whole[key], key
+    fuzz.main(args + ["--from-task", "2", "--json", str(tmp_path / "last.json")])
+    last = json.loads((tmp_path / "last.json").read_text())
+    assert last["inputs"] == 3 and last["from_task"] == 2, "only the third task's inputs"
     with pytest.raises(SystemExit, match="a checkpoint of another run"):
         fuzz.main(["--count", "12", "--chunk", "3", "--workers", "1", "--checkpoint", str(checkpoint)])
