@@ -188,7 +188,7 @@ def cmd_plan(args) -> int:
         doc["stale_servers"] = [s.as_json() for s in stale]
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + _render_stale(stale))
+        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + _render_stale(stale, _holder(args) if stale else None))
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
@@ -213,10 +213,24 @@ def _stale_servers(graph, state, *, refresh: bool) -> list:
         registry.close()
 
 
-def _render_stale(stale) -> str:
+def _holder(args):
+    """The live holder of the state's lock (an apply running now), or None."""
+    from specdsl.state.lock import pid_alive, read_lock, this_host
+
+    try:
+        info = read_lock(state_dir_for(Path(args.file), Path(args.state) if args.state else None))
+    except StateError:
+        return None
+    return info if info is not None and (info.host != this_host() or pid_alive(info.pid)) else None
+
+
+def _render_stale(stale, holder=None) -> str:
     if not stale:
         return ""
     lines = ["", "Servers recorded by an earlier apply (killed, or no longer in the spec), which apply sees to before its walk:"]
+    if holder is not None:
+        lines.append(f"  (the state is locked by `{holder.operation}`, pid {holder.pid} on {holder.host}, since "
+                     f"{holder.created}: these may be its servers, running now; an apply started now stops at the lock, exit 6)")
     for s in stale:
         lines += [f"  - {s.line()}", f"      {s.why}" + ("; apply keeps its record and reports it" if s.action == "keep" else "")]
     return "\n".join(lines) + "\n"

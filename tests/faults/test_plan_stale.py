@@ -7,13 +7,14 @@ a real state file."""
 import contextlib
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
 
 from faults_helpers import DOUBLE, group_pids, wait_for
 
-from specdsl.state import ServerRecord, State, load_state, write_state
+from specdsl.state import ServerRecord, State, load_state, locked, write_state
 
 STACK_ONLY = 'stack "sys" {\n  python = "system"\n}\n'
 
@@ -93,6 +94,11 @@ def test_plan_lists_the_stale_servers_apply_will_stop_and_apply_does(folder):
     assert "server.gone" in listed and "not running" in listed and "the record is dropped" in listed
     assert "server.far" in listed and "apply keeps its record and reports it" in listed
     assert "server.s " not in listed, "the spec's own answering server is reused, not stale"
+
+    assert "the state is locked" not in listed
+    with locked(folder.state_dir, "apply"):  # an apply running now: its servers look stale, and plan says why
+        held = plan(folder, "f.spec").stdout
+    assert f"the state is locked by `apply`, pid {os.getpid()}" in held and "these may be its servers" in held
 
     doc = json.loads(plan(folder, "f.spec", "--json").stdout)
     by_addr = {s["addr"]: s for s in doc["stale_servers"]}
