@@ -5,6 +5,7 @@ command, or "Traceback" in what it printed) and a command over 2 s.
 
     python benchmarks/fuzz_specs.py [--count 100000] [--seed 1] [--workers 2]
                                     [--slow-s 2] [--keep DIR] [--json FILE]
+                                    [--checkpoint FILE] [--from-task N]
 
 Inputs, in equal parts, all from `--seed` (the same seed gives the same inputs):
 - `mutate`: token-level edits of the example specs (delete, duplicate,
@@ -20,6 +21,15 @@ A command counts as slow when its wall time is over `--slow-s`; its CPU
 time is reported too (on shared cores wall time includes waiting). Each
 offending input is written to `--keep` (default `fuzz-failures/`) with
 the command's output, to rerun by hand. Exit 0 when there was neither.
+
+The inputs are cut into tasks of `--chunk` inputs, each its own seed, so
+a run can stop and go on: with `--checkpoint FILE` the figures so far and
+the tasks done are written there (atomically) after every task, and a
+second run with the same file and the same `--count --seed --chunk
+--slow-s` does only the tasks left and adds them up. `--from-task N`
+skips the tasks before N (inputs a run of the same seed already did). The figures name the
+slowest command by CPU time and by wall time, and the 1-minute load
+average seen after each task (lowest, highest).
 """
 
 from __future__ import annotations
@@ -44,6 +54,10 @@ TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|(?:#|//)[^\n]*|[A-Za-z0-9_.%-]+|\s+|.',
 PUNCT = ['"', "{", "}", "[", "]", "(", ")", "=", ",", ".", "-", "1e999", "not", "assert", "x-", "5mb", "matrix.q",
          "${", "import", "extends", "\\", "\0", "999999999999999999999", "-0", "0x1", "1.5.5", "var.", "//", "#"]
 KINDS = ("mutate", "bytes", "generated")
+# what a seed draws: bumped when a strategy or mutation changes, so a
+# checkpoint of other inputs is refused, not added to (2: identifiers
+# drawn from their parts, not st.from_regex)
+INPUTS_VERSION = 2
 
 
 # -- the examples' vocabulary --------------------------------------------------
@@ -114,7 +128,11 @@ def mutate_bytes(data: bytes, rnd: random.Random) -> bytes:
 def _strategies():
     from hypothesis import strategies as st
 
-    ident = st.from_regex(r"[a-z][a-z0-9_]{0,5}(-[a-z0-9]{1,3})?", fullmatch=True)
+    lower, alnum = "abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz0123456789"
+    # [a-z][a-z0-9_]{0,5}(-[a-z0-9]{1,3})?, built from its parts: several
+    # times cheaper to draw than st.from_regex (which filters what it draws)
+    ident = st.builds(lambda a, b, c: a + b + c, st.sampled_from(lower), st.text(alnum + "_", max_size=5),
+                      st.just("") | st.text(alnum, min_size=1, max_size=3).map(lambda t: "-" + t))
     kinds = sorted(VOCAB)
     strings = st.text(st.characters(blacklist_categories=("Cs",)), max_size=10).map(json.dumps)
     numbers = st.integers(-(10**15), 10**15).map(str) | st.floats(allow_nan=False, allow_infinity=False).map(repr)
@@ -182,10 +200,19 @@ class Tally:
         self.valid = 0
         self.planned = 0
         self.tracebacks: list[str] = []
-        self.slow: list[str] = []
+        self.slow: list[str] = []  # over slow_s of wall time
+        self.slow_cpu: list[str] = []  # over slow_s of CPU time
         self.max_wall = 0.0
         self.max_cpu = 0.0
+        self.max_wall_at = ""  # the command that took max_wall, and its cpu
+        self.max_cpu_at = ""  # the command that took max_cpu, and its wall
         self.exit_codes: dict[str, int] = {}
+
+    def note(self, name: str, wall: float, cpu: float) -> None:
+        if wall > self.max_wall:
+            self.max_wall, self.max_wall_at = wall, f"{name} ({wall:.2f}s wall, {cpu:.2f}s cpu)"
+        if cpu > self.max_cpu:
+            self.max_cpu, self.max_cpu_at = cpu, f"{name} ({cpu:.2f}s cpu, {wall:.2f}s wall)"
 
     def merge(self, other: dict) -> None:
         for key in ("inputs", "commands", "valid", "planned"):
@@ -196,8 +223,11 @@ class Tally:
             self.exit_codes[k] = self.exit_codes.get(k, 0) + v
         self.tracebacks += other["tracebacks"]
         self.slow += other["slow"]
-        self.max_wall = max(self.max_wall, other["max_wall"])
-        self.max_cpu = max(self.max_cpu, other["max_cpu"])
+        self.slow_cpu += other["slow_cpu"]
+        if other["max_wall"] > self.max_wall:
+            self.max_wall, self.max_wall_at = other["max_wall"], other["max_wall_at"]
+        if other["max_cpu"] > self.max_cpu:
+            self.max_cpu, self.max_cpu_at = other["max_cpu"], other["max_cpu_at"]
 
     def as_dict(self) -> dict:
         return dict(vars(self))
@@ -212,17 +242,23 @@ def check(data: bytes, kind: str, tally: Tally, work: Path, keep: Path, slow_s: 
     for argv in commands + [["plan", str(spec), "--no-refresh", "--state", str(work / "state")]]:
         code, output, wall, cpu = _run(argv)
         tally.commands += 1
-        tally.max_wall, tally.max_cpu = max(tally.max_wall, wall), max(tally.max_cpu, cpu)
+        name = f"{label}-{argv[0]}"
+        tally.note(name, wall, cpu)
         key = f"{argv[0]}:{code}"
         tally.exit_codes[key] = tally.exit_codes.get(key, 0) + 1
         bad = code == "traceback" or "Traceback (most recent call last)" in output
-        slow = wall > slow_s
+        slow = wall > slow_s or cpu > slow_s
         if bad or slow:
             keep.mkdir(parents=True, exist_ok=True)
-            name = f"{label}-{argv[0]}"
             (keep / f"{name}.spec").write_bytes(data)
             (keep / f"{name}.out").write_text(f"$ specdsl {' '.join(argv)}\nexit {code}, wall {wall:.2f}s, cpu {cpu:.2f}s\n{output}")
-            (tally.tracebacks if bad else tally.slow).append(f"{name} ({wall:.2f}s wall, {cpu:.2f}s cpu)")
+            what = f"{name} ({wall:.2f}s wall, {cpu:.2f}s cpu)"
+            if bad:
+                tally.tracebacks.append(what)
+            if wall > slow_s:
+                tally.slow.append(what)
+            if cpu > slow_s:
+                tally.slow_cpu.append(what)
         if argv[0] == "validate":
             if code != 0:
                 return  # fmt would say the same; plan too
@@ -262,6 +298,27 @@ def worker(args: tuple) -> dict:
     return tally.as_dict()
 
 
+def _load_checkpoint(path: Path | None, key: dict) -> tuple[set[int], Tally, float, list[float]]:
+    """The tasks a stopped run finished, their figures, the seconds it ran and
+    the load averages it saw."""
+    tally = Tally()
+    if path is None or not path.exists():
+        return set(), tally, 0.0, []
+    saved = json.loads(path.read_text())
+    if saved["key"] != key:
+        raise SystemExit(f"{path}: a checkpoint of another run ({saved['key']}, not {key}); remove it or pass another file")
+    for name, value in saved["tally"].items():
+        setattr(tally, name, value)
+    return set(saved["done"]), tally, saved["wall_s"], saved.get("load_1min_seen", [])
+
+
+def _save_checkpoint(path: Path, key: dict, done: set[int], tally: Tally, wall_s: float, loads: list[float]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"key": key, "done": sorted(done), "tally": tally.as_dict(), "wall_s": wall_s,
+                               "load_1min_seen": [min(loads), max(loads)]}))
+    os.replace(tmp, path)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--count", type=int, default=100_000, help="inputs in all (default 100,000)")
@@ -271,35 +328,59 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--slow-s", type=float, default=2.0)
     ap.add_argument("--keep", default="fuzz-failures", help="folder for offending inputs")
     ap.add_argument("--json", help="write the figures to this file too")
+    ap.add_argument("--checkpoint", help="record the tasks done here; a run given it again goes on from there")
+    ap.add_argument("--from-task", type=int, default=0, metavar="N",
+                    help="skip the tasks before N (done by another run): the inputs from N * chunk on")
     args = ap.parse_args(argv)
+    key = {"count": args.count, "seed": args.seed, "chunk": args.chunk, "slow_s": args.slow_s, "from_task": args.from_task, "inputs": INPUTS_VERSION}
+    checkpoint = Path(args.checkpoint) if args.checkpoint else None
+    done, tally, before_s, loads = _load_checkpoint(checkpoint, key)
     tasks, left, i = [], args.count, 0
     while left > 0:
         n = min(args.chunk, left)
-        tasks.append((i, n, args.seed, args.slow_s, args.keep))
+        if i not in done and i >= args.from_task:
+            tasks.append((i, n, args.seed, args.slow_s, args.keep))
         left -= n
         i += 1
-    tally = Tally()
+    if done:
+        print(f"checkpoint {checkpoint}: {len(done)} tasks ({tally.inputs} inputs) done, {len(tasks)} left", flush=True)
     started = time.monotonic()
+    loads = loads + [os.getloadavg()[0]]
     if args.workers <= 1:
-        results = map(worker, tasks)
+        results = ((t[0], worker(t)) for t in tasks)
     else:
         pool = multiprocessing.get_context("spawn").Pool(args.workers)
-        results = pool.imap_unordered(worker, tasks)
-    def figures(finished: bool) -> dict:
-        return tally.as_dict() | {"seed": args.seed, "wall_s": round(time.monotonic() - started, 1),
-                                  "slow_threshold_s": args.slow_s, "count_asked": args.count, "finished": finished}
+        results = pool.imap_unordered(_indexed_worker, tasks)
 
-    for done in results:
-        tally.merge(done)
+    def figures(finished: bool) -> dict:
+        return tally.as_dict() | {"seed": args.seed, "wall_s": round(before_s + time.monotonic() - started, 1),
+                                  "slow_threshold_s": args.slow_s, "count_asked": args.count, "finished": finished,
+                                  "workers": args.workers, "chunk": args.chunk, "cpus": os.cpu_count(),
+                                  "load_1min_seen": [min(loads), max(loads)],
+                                  "tasks_from_checkpoint": resumed, "from_task": args.from_task}
+
+    resumed = len(done)
+    for index, result in results:
+        tally.merge(result)
+        done.add(index)
+        loads.append(os.getloadavg()[0])
         print(f"[{time.monotonic() - started:7.0f}s] {tally.inputs} inputs ({tally.by_kind}), {tally.commands} commands, "
-              f"{tally.valid} valid, {tally.planned} planned, {len(tally.tracebacks)} tracebacks, {len(tally.slow)} slow, "
-              f"max {tally.max_wall:.2f}s wall / {tally.max_cpu:.2f}s cpu", flush=True)
+              f"{tally.valid} valid, {tally.planned} planned, {len(tally.tracebacks)} tracebacks, "
+              f"{len(tally.slow)} over {args.slow_s:g}s wall, {len(tally.slow_cpu)} over {args.slow_s:g}s cpu, "
+              f"max {tally.max_wall:.2f}s wall / {tally.max_cpu:.2f}s cpu, load {loads[-1]:.1f}", flush=True)
+        if checkpoint:
+            _save_checkpoint(checkpoint, key, done, tally, before_s + time.monotonic() - started, loads)
         if args.json:  # after every task: a run stopped early still leaves its figures
             Path(args.json).write_text(json.dumps(figures(False), indent=2, sort_keys=True) + "\n")
-    print(json.dumps(figures(True), indent=2, sort_keys=True))
+    final = figures(True)
+    print(json.dumps(final, indent=2, sort_keys=True))
     if args.json:
-        Path(args.json).write_text(json.dumps(figures(True), indent=2, sort_keys=True) + "\n")
-    return 0 if not tally.tracebacks and not tally.slow else 1
+        Path(args.json).write_text(json.dumps(final, indent=2, sort_keys=True) + "\n")
+    return 0 if not tally.tracebacks and not tally.slow and not tally.slow_cpu else 1
+
+
+def _indexed_worker(task: tuple) -> tuple[int, dict]:
+    return task[0], worker(task)
 
 
 if __name__ == "__main__":

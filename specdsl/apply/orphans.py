@@ -6,7 +6,8 @@ recorded; one may since have died, frozen, or been dropped from the spec.
 group alive, does it answer), and `stop_stale` stops every one a walk will
 not reuse, dropping a record only once its process group is gone. A server
 that cannot be stopped, or whose host cannot be reached, keeps its record
-and is reported.
+and is reported. `for_plan` is what `specdsl plan` shows of them: what
+apply will do to each (`action`: stop, drop, or keep and report).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from specdsl.hosts import HostError, HostRegistry, host_key
 from specdsl.state import ServerRecord, State
 
 ANSWERING, NOT_ANSWERING, DEAD, UNREACHABLE = "answering", "alive, not answering", "not running", "host not reachable"
+NOT_CHECKED = "not checked (--no-refresh)"
+STOP, DROP, KEEP = "stop", "drop", "keep"  # what apply does to a stale server: `action`
 
 
 @attrs.frozen
@@ -42,6 +45,17 @@ class Seen:
         where = f"pid {r.pid}, process group {r.pgid}, port {r.port} on {r.host}"
         spec = f", from {r.spec}" if r.spec else ""
         return f"{self.addr}  ({where}; recorded {r.status}{spec}): {self.condition}"
+
+    @property
+    def action(self) -> str:
+        """What apply does to it, when stale: stop it, drop its record (gone),
+        or keep the record and report it (its host cannot be reached)."""
+        return DROP if self.condition == DEAD else KEEP if self.condition == UNREACHABLE else STOP
+
+    def as_json(self) -> dict:
+        r = self.record
+        return {"addr": self.addr, "identity": r.identity, "host": r.host, "pid": r.pid, "pgid": r.pgid, "port": r.port,
+                "status": r.status, "spec": r.spec, "condition": self.condition, "action": self.action, "why": self.why}
 
 
 def host_for(record: ServerRecord, registry: HostRegistry, decls: dict[str, Any]):
@@ -86,6 +100,21 @@ def survey(state: State | None, registry: HostRegistry, decls: dict[str, Any] | 
         else:
             out.append(Seen(record, ANSWERING, host))
     return out
+
+
+def for_plan(state: State | None, reused: set[str], *, refresh: bool, registry: HostRegistry | None = None,
+             decls: dict[str, Any] | None = None) -> list[Seen]:
+    """The recorded servers apply will stop, drop or report before its walk,
+    as `plan` shows them. With `refresh` each one's host is asked (as apply
+    asks it); without, nothing is contacted: state is taken as true, so a
+    record the plan reuses is reused, and every other one is to be stopped
+    (or its record dropped, if it turns out to be gone)."""
+    if state is None or not state.servers:
+        return []
+    if refresh:
+        return stale(survey(state, registry, decls, reused))
+    return [Seen(r, NOT_CHECKED, None, "no apply uses it now: it is stopped (its record dropped if it is gone)")
+            for r in state.servers if r.identity not in reused]
 
 
 def stale(seen: list[Seen]) -> list[Seen]:

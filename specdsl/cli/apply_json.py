@@ -7,7 +7,13 @@
                    "evidence": {"estimate", "low", "high", "level", "n", "threshold", "op", "mde", "method"} | null}],
      "benchmarks": [{"addr", "run", "runs": [{"index", "metrics"}],
                      "pairs": [{"pair", "blocks": [{"arm": "A"|"B", "runs": [...], "launch": k}]}]}],
-     "warnings": [...]}
+     "warnings": [...],
+     "state_failure": null | {"message": "...", "servers_left": [{"pid", "pgid"}]}}
+
+`state_failure` (added in format 1, always present) is null unless the
+state file could not be written (exit 5): then `message` is what apply
+prints on stderr (the cause, the serial on disk, what is NOT recorded,
+what to do) and `servers_left` the servers this apply could not stop.
 
 Codes, not prose, are what to match on: `status` and `reason` are the
 values of `apply.Status` and `apply.Reason`; `verdict` is pass, fail,
@@ -31,6 +37,15 @@ def _num(x):
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+def _state_failure(result) -> dict | None:
+    if not result.state_failure:
+        return None
+    from specdsl.servers import lifecycle
+
+    return {"message": result.state_failure,
+            "servers_left": [{"pid": h.pid, "pgid": h.pgid} for _, h in lifecycle.live()]}
 
 
 def render_apply_json(result, plan, state_dir: Path) -> str:
@@ -63,5 +78,6 @@ def render_apply_json(result, plan, state_dir: Path) -> str:
                      for exp, v in result.verdicts],
         "benchmarks": benches,
         "warnings": list(result.warnings),
+        "state_failure": _state_failure(result),
     }
     return json.dumps(out, indent=2, sort_keys=True, allow_nan=False) + "\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -162,14 +163,15 @@ def _spec_plan(args):
     except StateError as exc:
         return _state_error(exc)
     graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
-    return EXIT_ERROR if plan is None else (graph, plan)
+    return EXIT_ERROR if plan is None else (graph, plan, state)
 
 
 def cmd_plan(args) -> int:
     made = _spec_plan(args)
     if isinstance(made, int):
         return made
-    graph, plan = made
+    graph, plan, state = made
+    stale = _stale_servers(graph, state, refresh=not args.no_refresh)
     # the plan file first: when it cannot be written, the run is an error
     # and prints no plan that looks saved
     if args.out:
@@ -181,12 +183,57 @@ def cmd_plan(args) -> int:
         except OSError as exc:
             error(f"cannot write the plan to {args.out}: {exc.strerror or exc}")
             return EXIT_ERROR
-    sys.stdout.write(render_json(plan) if args.json else render_text(plan) + render_jobs(graph, plan))
+    if args.json:
+        doc = json.loads(render_json(plan))
+        doc["stale_servers"] = [s.as_json() for s in stale]
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + _render_stale(stale, _holder(args) if stale else None))
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
-        return EXIT_CHANGES if plan.has_changes else EXIT_OK
+        acts = any(s.action != "keep" for s in stale)
+        return EXIT_CHANGES if plan.has_changes or acts else EXIT_OK
     return EXIT_OK
+
+
+def _stale_servers(graph, state, *, refresh: bool) -> list:
+    """The recorded servers apply will stop or drop before its walk (left by
+    an apply that was killed, or no longer in the spec): `orphans.for_plan`."""
+    if state is None or not state.servers:
+        return []
+    from specdsl.apply.orphans import for_plan
+    from specdsl.cli.apply_commands import _decls, _launch_identities
+    from specdsl.hosts import HostRegistry
+
+    registry = HostRegistry()
+    try:
+        return for_plan(state, _launch_identities(graph), refresh=refresh, registry=registry, decls=_decls(graph))
+    finally:
+        registry.close()
+
+
+def _holder(args):
+    """The live holder of the state's lock (an apply running now), or None."""
+    from specdsl.state.lock import pid_alive, read_lock, this_host
+
+    try:
+        info = read_lock(state_dir_for(Path(args.file), Path(args.state) if args.state else None))
+    except StateError:
+        return None
+    return info if info is not None and (info.host != this_host() or pid_alive(info.pid)) else None
+
+
+def _render_stale(stale, holder=None) -> str:
+    if not stale:
+        return ""
+    lines = ["", "Servers recorded by an earlier apply (killed, or no longer in the spec), which apply sees to before its walk:"]
+    if holder is not None:
+        lines.append(f"  (the state is locked by `{holder.operation}`, pid {holder.pid} on {holder.host}, since "
+                     f"{holder.created}: these may be its servers, running now; an apply started now stops at the lock, exit 6)")
+    for s in stale:
+        lines += [f"  - {s.line()}", f"      {s.why}" + ("; apply keeps its record and reports it" if s.action == "keep" else "")]
+    return "\n".join(lines) + "\n"
 
 
 def _state_error(exc: StateError) -> int:
@@ -209,7 +256,7 @@ def cmd_graph(args) -> int:
     made = _spec_plan(args)
     if isinstance(made, int):
         return made
-    graph, plan = made
+    graph, plan, _ = made
     sys.stdout.write(to_dot(graph, plan))
     return EXIT_OK
 

@@ -2,6 +2,7 @@
 each ends with a message naming the step and what to do, no process left,
 a state that parses with a serial that only grew, nothing recorded lost."""
 
+import json
 import os
 import signal
 import subprocess
@@ -73,13 +74,19 @@ def small_disk(tmp_path):
 def test_disk_full_while_the_server_runs_then_read_only(folder, small_disk):
     folder.state_dir = small_disk / "state"
     folder.write()
-    ok = folder.run("apply", "f.spec", "--yes")
+    ok = folder.run("apply", "f.spec", "--yes", "--json")
     assert ok.returncode == 0, ok.out
+    assert json.loads(ok.stdout)["state_failure"] is None
     before = folder.state()
     # the benchmark script fills the disk while the server runs
     folder.write(fill=str(small_disk / "ballast"))
-    full = folder.run("apply", "f.spec", "--yes", "--rerun")
+    full = folder.run("apply", "f.spec", "--yes", "--rerun", "--json")
     assert full.returncode == 5, full.out
+    doc = json.loads(full.stdout)  # --json carries the failure too, for CI
+    assert doc["exit_code"] == 5 and doc["state_failure"]["servers_left"] == []
+    failure = doc["state_failure"]["message"]
+    assert "No space left on device" in failure and "NOT recorded" in failure and "benchmark.e" in failure
+    assert failure in full.stderr
     assert "No space left on device" in full.out
     assert "NOT recorded" in full.out and "benchmark.e" in full.out and "re-apply" in full.out
     assert "servers: none left running" in full.out and "Apply interrupted" not in full.out
