@@ -4,8 +4,10 @@ shows them: endpoint, dataset (with a digest of its file), lengths and the
 exact-length mechanism, sampling (what the client sends; it sends no
 temperature, top_p or sampling seed, so the server's defaults apply), the
 seed of the prompts and the schedule, every field sent besides the prompt,
-the tokenizer that built the prompts (with a digest of its tokenizer.json),
-how many client processes sent them and the client's versions.
+the request body as a template (specdsl.facts.client: what a benchmark's
+identity holds), the tokenizer that built the prompts (with a digest of its
+tokenizer.json), how many client processes sent them and the client's
+versions.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 
 from specdsl.bench.datasets import PromptSource, tokenizer_file
 from specdsl.bench.quirks import ClientQuirks, exact_len_fields
+from specdsl.facts.client import request_template
 
 _SAMPLING = ("temperature", "top_p", "top_k", "seed")
 
@@ -90,6 +93,8 @@ def request_settings(workload: Any, url: str, model: str, quirks: ClientQuirks, 
         "token_id_prompts": isinstance(body.get("prompt"), list),
         "stream_usage": quirks.stream_usage,
         "request_fields": fields,
+        "request_template": request_template(quirks, model=model, endpoint=workload.endpoint, dataset=workload.dataset,
+                                              ignore_eos=workload.ignore_eos),
         "tokenizer": tokenizer_record(tokenizer),
         "client": client_versions(),
     }

@@ -3,6 +3,9 @@ from the servers' own sources (copied from the project's shared facts).
 
 Pure data loading; imports nothing else from specdsl. Used by validation
 (engine arguments) and by the engine adapters (argv, log scanning).
+`client` holds what each engine's API accepts from the benchmark client
+(its quirks) and the request the client sends, as a template: planning puts
+it in a benchmark's identity, the client sends it.
 """
 
 from __future__ import annotations

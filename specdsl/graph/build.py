@@ -201,6 +201,29 @@ def _content_workload(workload: config.Workload) -> dict:
     return out
 
 
+def _request_once(work: _Work, server: config.Server, workload: config.Workload) -> tuple[dict, str] | None:
+    """(content, canonical text) of what the built-in client sends to
+    `server` for `workload`: the body of every request as a template
+    (`body`, prompt and length as placeholders) and the client settings
+    beside it (`client`: the engine's quirks), from specdsl.facts.client.
+    So a change of the request (a default field, `stream_options`, how an
+    exact length is asked for) reruns the benchmark, and the plan names the
+    field. None for the user's own benchmark command (it sends what it sends)."""
+    if workload.command:
+        return None
+    from specdsl.facts.client import BASIC, QUIRKS, client_settings, request_template
+
+    key = (server.engine, server.model, workload.endpoint, workload.dataset, workload.ignore_eos)
+
+    def make() -> dict:
+        quirks = QUIRKS.get(server.engine, BASIC)
+        body = request_template(quirks, model=server.model, endpoint=workload.endpoint, dataset=workload.dataset,
+                                ignore_eos=workload.ignore_eos)
+        return {"body": body, "client": client_settings(quirks)}
+
+    return _canonical_once(work, "request", key, make)
+
+
 def _dataset_file(dataset: str):
     """The file a `dataset` value names (as specdsl.bench.datasets reads it), or None."""
     from pathlib import Path
@@ -479,7 +502,11 @@ def benchmark(work: _Work) -> None:
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
         workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
         content = _with_dataset_digest(work, exp.workload, {"launch": lau.identity, "workload": workload})
-        identity = step_digest("benchmark", content, {"workload": text})
+        texts = {"workload": text}
+        request = _request_once(work, exp.server, exp.workload)
+        if request is not None:
+            content["request"], texts["request"] = request
+        identity = step_digest("benchmark", content, texts)
         addr = f"benchmark.{exp.name}"
         _add(work, Step(addr, "benchmark", identity, content, (lau.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"experiment": exp}))
@@ -497,6 +524,9 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     content = _with_dataset_digest(work, exp.workload, {
         "arms": {"baseline": _launch_content(prov_b, base.server), "candidate": _launch_content(prov_c, exp.server)},
         "workload": workload})
+    requests = {arm: _request_once(work, server, exp.workload) for arm, server in (("baseline", base.server), ("candidate", exp.server))}
+    if requests["candidate"] is not None:
+        content["request"] = {arm: request[0] for arm, request in requests.items()}
     identity = digest(["benchmark", content])
     addr = f"benchmark.{exp.name}"
     deps = tuple(dict.fromkeys((prov_b.addr, prov_c.addr)))

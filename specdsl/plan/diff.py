@@ -74,6 +74,15 @@ def describe(fields: tuple[FieldChange, ...], upstream: dict[str, str]) -> str:
     """`args.attention-backend: "triton" -> "flashinfer"`, or the upstream
     step that changes, when that is the trigger."""
     parts = []
+    # a benchmark recorded before its identity held the request template
+    # (specdsl.facts.client): one line for it, not one per field
+    unrecorded = sorted(f.path[: -len(".body.model")] for f in fields if f.before is None and f.after is not None
+                        and f.path.startswith("request") and f.path.endswith(".body.model"))
+    if unrecorded and all(f.before is None for f in fields if f.path.startswith("request.")):
+        unrecorded = ["request"]  # no part of it was recorded (both arms of a paired one)
+    if unrecorded:
+        fields = tuple(f for f in fields if not any(f.path.startswith(p + ".") for p in unrecorded))
+        parts += [f"{p}: not in the recorded step (recorded before specdsl kept the request template)" for p in unrecorded]
     for f in fields:
         if f.path in _UPSTREAM_KEYS:
             parts.append(f"{upstream.get(f.path, f.path)} changes")

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from specdsl.bench.quirks import ClientQuirks
+from specdsl.bench.quirks import QUIRKS, ClientQuirks
 from specdsl.bench.serverside import ServerSide
 from specdsl.model.config import Server
 from specdsl.provision import EnvInfo
@@ -91,7 +91,7 @@ class Adapter:
 
     name = "command"
     distributions: tuple[str, ...] = ()
-    quirks = ClientQuirks(exact_len="", token_ids=False)
+    quirks: ClientQuirks = QUIRKS["command"]  # one source with planning (specdsl.facts.client)
     keyed: Mapping[str, tuple[str | None, ...]] = {}
     default_backend: frozenset[str] = frozenset()
     kv_lists: frozenset[str] = frozenset()

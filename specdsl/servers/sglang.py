@@ -29,7 +29,7 @@ from typing import Any
 
 import requests
 
-from specdsl.bench.quirks import ClientQuirks
+from specdsl.bench.quirks import QUIRKS
 from specdsl.hosts.http import session
 from specdsl.servers.args import render_args
 from specdsl.servers.base import Adapter
@@ -43,7 +43,7 @@ _UNRESOLVED = ("auto", None, "")
 class Sglang(Adapter):
     name = "sglang"
     distributions = ("sglang",)
-    quirks = ClientQuirks(exact_len="ignore_eos", token_ids=True)
+    quirks = QUIRKS["sglang"]  # one source with planning (specdsl.facts.client)
     keyed = {
         _NOT_SPECIFIED: ("attention_backend",),
         _NOT_EXPLICIT: ("attention_backend",),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from specdsl.bench.quirks import ClientQuirks
+from specdsl.bench.quirks import QUIRKS
 from specdsl.servers.args import render_args
 from specdsl.servers.base import Adapter, console_script
 
@@ -29,7 +29,7 @@ _CB = re.compile(r"\[Request received\].*CB: (True|False)")
 class Transformers(Adapter):
     name = "transformers"
     distributions = ("transformers",)
-    quirks = ClientQuirks(exact_len="generation_config", token_ids=False, stream_usage=False)
+    quirks = QUIRKS["transformers"]  # one source with planning (specdsl.facts.client)
     impact = {
         "continuous_batching": "without continuous batching the server answers one request at a time",
         "cb_num_blocks": "the KV cache size of continuous batching bounds how many requests run together",

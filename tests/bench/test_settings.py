@@ -41,7 +41,10 @@ def test_result_json_records_the_request_settings(instant_server, tmp_path, toke
     other = run_benchmark(wl(endpoint="chat", seed=3, ignore_eos=False), instant_server, "instant", tmp_path / "b",
                           quirks=adapter_for("transformers").quirks, tokenizer=str(tokenizer_dir))
     changed = {k for k in s if s[k] != other.settings[k]}
-    assert changed == {"exact_length", "ignore_eos", "request_fields"}
+    assert changed == {"exact_length", "ignore_eos", "request_fields", "request_template"}
+    # the template is the body as sent, with the prompt and the length as placeholders
+    assert s["request_template"] == {"model": "instant", "stream": True, "max_tokens": "{max_tokens}", "messages": "{messages}",
+                                     "generation_config": '{"max_new_tokens":{max_tokens},"min_new_tokens":{max_tokens}}'}
     vllm = run_benchmark(wl(), instant_server, "instant", tmp_path / "c", quirks=adapter_for("vllm").quirks)
     assert vllm.settings["exact_length"] == "ignore_eos" and vllm.settings["token_id_prompts"] is True
     assert vllm.settings["request_fields"]["stream_options"] == {"include_usage": True}
