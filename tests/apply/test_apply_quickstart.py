@@ -130,17 +130,6 @@ workload "c8" {
   warmup      = 1
 }
 
-workload "c8_adaptive" {
-  endpoint    = "completions"
-  input_len   = 32
-  output_len  = 16
-  requests    = 16
-  concurrency = 8
-  runs        = 2
-  max_runs    = 4
-  warmup      = 1
-}
-
 experiment "aa" {
   stack    = stack.serve
   server   = server.tiny { args = { continuous-batching = true, cb-max-memory-percent = 0.02 } }
@@ -152,7 +141,7 @@ experiment "aa" {
 experiment "off" {
   stack    = stack.serve
   server   = server.tiny
-  workload = workload.c8_adaptive
+  workload = workload.c8 { max_runs = 4 }
   baseline = experiment.batched
   assert "known" { output_throughput >= baseline.output_throughput * 0.9 }
 }
