@@ -43,7 +43,6 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from specdsl.servers import adapter_for
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS = ("output_throughput", "median_ttft_ms", "median_itl_ms", "median_tpot_ms", "p99_itl_ms", "cpu_ms_per_request")
@@ -147,6 +146,7 @@ def run_ours(a, base_url: str, prompts: Path, out: Path) -> dict:
     from specdsl.bench import run_benchmark
     from specdsl.bench.timings import read_records
     from specdsl.model.config import Workload
+    from specdsl.servers import adapter_for  # not at the top: the vLLM driver runs in an env without specdsl
 
     w = Workload(name="fidelity", dataset=str(prompts), output_len=a.output_len, requests=a.requests,
                  concurrency=a.concurrency, warmup=a.warmup, endpoint="chat", timeout=300.0)
@@ -208,6 +208,7 @@ def main() -> int:
     from specdsl.bench.datasets import build_prompts, load_tokenizer
     from specdsl.bench.quirks import exact_len_fields
     from specdsl.model.config import Workload
+    from specdsl.servers import adapter_for
 
     tok = load_tokenizer(a.model)
     prompts = build_prompts(Workload(name="p", input_len=a.input_len, seed=0), a.requests, chat=False,
