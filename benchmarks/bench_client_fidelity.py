@@ -2,7 +2,7 @@
 known timing and a minimal reference reader, interleaved in one run.
 
     python benchmarks/bench_client_fidelity.py [--reps 5] [--requests 64] [--output-len 64] \
-        [--ttft-ms 40] [--itl-ms 8] [--concurrency 1,8]
+        [--ttft-ms 40] [--itl-ms 8] [--concurrency 1,8] [--client-processes 1]
 
 Starts the known-timing test double (tests/bench/timed_server.py: first
 token TTFT ms after it has read the request, then one every ITL ms, OpenAI
@@ -19,7 +19,10 @@ Reported per concurrency: each client's median over reps of its median
 TTFT, median ITL and output throughput, and the difference ours - reference
 taken pair by pair (same rep), as the median over reps with its range.
 Goal: TTFT and ITL within 0.5 ms of the reference, output throughput within
-1%. Exit status 0 when met. Set PYTHONPATH to another tree's root to measure
+1%. `--client-processes 1,4` measures specdsl at each count of worker
+processes (`client_processes`) beside the same reference; a run that
+specdsl itself marked client-bound is counted in the summary. Exit status 0
+when met. Set PYTHONPATH to another tree's root to measure
 its client (the double and the reference come from this script's tree).
 """
 
@@ -67,10 +70,11 @@ def start_double(ttft_ms: float, itl_ms: float) -> tuple[subprocess.Popen, int]:
 
 
 def ours(base: str, w: Workload, out: Path) -> dict:
-    m = run_benchmark(w, base, "timed", out, quirks=adapter_for("vllm").quirks).runs[0].metrics
+    run = run_benchmark(w, base, "timed", out, quirks=adapter_for("vllm").quirks).runs[0]
+    m = run.metrics
     if m["completed"] != w.requests:
         raise RuntimeError(f"specdsl: {m['failed']} requests failed")
-    return {k: m[k] for k in KEYS}
+    return {k: m[k] for k in KEYS} | {"client_bound": any(x.startswith("client-bound") for x in run.warnings)}
 
 
 def reference(base: str, bodies: list[bytes], w: Workload) -> dict:
@@ -88,27 +92,29 @@ def main() -> int:
     p.add_argument("--ttft-ms", type=float, default=40.0)
     p.add_argument("--itl-ms", type=float, default=8.0)
     p.add_argument("--concurrency", default="1,8")
+    p.add_argument("--client-processes", default="1", help="specdsl's worker processes, e.g. 1,4")
     p.add_argument("--json", type=Path, default=None, help="also write the summary here")
     a = p.parse_args()
-    levels = [int(c) for c in a.concurrency.split(",")]
+    levels = [(int(c), int(n)) for c in a.concurrency.split(",") for n in a.client_processes.split(",")]
     proc, port = start_double(a.ttft_ms, a.itl_ms)
     base = f"http://127.0.0.1:{port}"
     load = [os.getloadavg()[0]]
-    pairs: dict[int, list[dict]] = {c: [] for c in levels}
+    pairs: dict[tuple[int, int], list[dict]] = {level: [] for level in levels}
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for rep in range(a.reps):
-                for c in levels:
+                for c, n in levels:
                     w = Workload(name="fidelity", input_len=16, output_len=a.output_len, requests=a.requests,
-                                 concurrency=c, warmup=c, timeout=60.0)
+                                 concurrency=c, warmup=c, timeout=60.0, client_processes=n)
                     prompts = build_prompts(w, a.requests, chat=False, token_ids=True, tokenizer=None)
                     bodies = [request_body(pr, "timed", adapter_for("vllm").quirks, None) for pr in prompts]
                     pair = {}
                     for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
-                        pair[who] = ours(base, w, Path(tmp) / f"{rep}-{c}") if who == "ours" else reference(base, bodies, w)
-                    pairs[c].append(pair)
-                    print(f"rep {rep} c={c}: " + "  ".join(
-                        f"{k} {pair['ours'][k]:.3f}/{pair['ref'][k]:.3f}" for k in KEYS), flush=True)
+                        pair[who] = ours(base, w, Path(tmp) / f"{rep}-{c}-{n}") if who == "ours" else reference(base, bodies, w)
+                    pairs[(c, n)].append(pair)
+                    print(f"rep {rep} c={c} processes={n}: " + "  ".join(
+                        f"{k} {pair['ours'][k]:.3f}/{pair['ref'][k]:.3f}" for k in KEYS)
+                          + ("  (specdsl: client-bound)" if pair["ours"]["client_bound"] else ""), flush=True)
                 load.append(os.getloadavg()[0])
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -122,8 +128,8 @@ def main() -> int:
         "levels": {},
     }
     ok = True
-    for c, rows in pairs.items():
-        level = {}
+    for (c, n), rows in pairs.items():
+        level: dict = {"client_bound_runs": sum(r["ours"]["client_bound"] for r in rows)}
         for k in KEYS:
             o = [r["ours"][k] for r in rows]
             f = [r["ref"][k] for r in rows]
@@ -136,15 +142,18 @@ def main() -> int:
             ok &= good
             level[k] = {"ours": med(o), "reference": med(f), "diff": med(d), "diff_min": min(d), "diff_max": max(d),
                         "diff_unit": "%" if k == "output_throughput" else "ms", "goal_met": good}
-        result["levels"][str(c)] = level
+        result["levels"][f"{c}" if n == 1 else f"{c} x{n}"] = level
     print(json.dumps(result, indent=1))
-    print("\n| concurrency | metric | specdsl | reference | difference (median, range over reps) |")
+    print("\n| concurrency (x client processes) | metric | specdsl | reference | difference (median, range over reps) |")
     print("|---|---|---|---|---|")
     for c, level in result["levels"].items():
-        for k, v in level.items():
+        for k in KEYS:
+            v = level[k]
             u = v["diff_unit"]
             print(f"| {c} | {k} | {v['ours']:.2f} | {v['reference']:.2f} | {v['diff']:+.2f} {u}"
                   f" ({v['diff_min']:+.2f} to {v['diff_max']:+.2f}) |")
+        if level["client_bound_runs"]:
+            print(f"| {c} | runs specdsl marked client-bound | {level['client_bound_runs']} of {a.reps} | | |")
     if a.json:
         a.json.write_text(json.dumps(result, indent=1))
     print("goals met" if ok else "GOALS NOT MET", file=sys.stderr)
