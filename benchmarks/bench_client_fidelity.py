@@ -77,8 +77,9 @@ def ours(base: str, w: Workload, out: Path) -> dict:
     return {k: m[k] for k in KEYS} | {"client_bound": any(x.startswith("client-bound") for x in run.warnings)}
 
 
-def reference(base: str, bodies: list[bytes], w: Workload) -> dict:
-    s = summary(*run_reference(base + "/v1/completions", bodies, requests=w.requests, concurrency=w.concurrency))
+def reference(base: str, bodies: list[bytes], w: Workload, burst: bool = False) -> dict:
+    s = summary(*run_reference(base + "/v1/completions", bodies, requests=w.requests, concurrency=w.concurrency,
+                               burst=burst))
     if s["completed"] != w.requests:
         raise RuntimeError("reference: requests failed")
     return {k: s[k] for k in KEYS}
@@ -93,6 +94,8 @@ def main() -> int:
     p.add_argument("--itl-ms", type=float, default=8.0)
     p.add_argument("--concurrency", default="1,8")
     p.add_argument("--client-processes", default="1", help="specdsl's worker processes, e.g. 1,4")
+    p.add_argument("--reference-burst", action="store_true",
+                   help="the reference's threads send their first requests together (a barrier)")
     p.add_argument("--json", type=Path, default=None, help="also write the summary here")
     a = p.parse_args()
     levels = [(int(c), int(n)) for c in a.concurrency.split(",") for n in a.client_processes.split(",")]
@@ -110,7 +113,7 @@ def main() -> int:
                     bodies = [request_body(pr, "timed", adapter_for("vllm").quirks, None) for pr in prompts]
                     pair = {}
                     for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
-                        pair[who] = ours(base, w, Path(tmp) / f"{rep}-{c}-{n}") if who == "ours" else reference(base, bodies, w)
+                        pair[who] = ours(base, w, Path(tmp) / f"{rep}-{c}-{n}") if who == "ours" else reference(base, bodies, w, a.reference_burst)
                     pairs[(c, n)].append(pair)
                     print(f"rep {rep} c={c} processes={n}: " + "  ".join(
                         f"{k} {pair['ours'][k]:.3f}/{pair['ref'][k]:.3f}" for k in KEYS)

@@ -55,9 +55,13 @@ def _one(conn: http.client.HTTPConnection, path: str, body: bytes) -> dict:
     return {"ok": resp.status == 200 and bool(chunks), "start": start, "chunks_s": chunks, "tokens": tokens}
 
 
-def run_reference(url: str, bodies: list[bytes], *, requests: int, concurrency: int) -> tuple[list[dict], float]:
+def run_reference(url: str, bodies: list[bytes], *, requests: int, concurrency: int,
+                  burst: bool = False) -> tuple[list[dict], float]:
     """Send `requests` bodies (cycling) closed loop over `concurrency`
-    threads; (records, duration in s from the first send to the last end)."""
+    threads; (records, duration in s from the first send to the last end).
+    `burst`: the threads wait at a barrier, so the first `concurrency`
+    requests leave together (as an event loop's do), not one thread start
+    after another."""
     parts = urlsplit(url)
     lock = threading.Lock()
     state = {"next": 0}
@@ -67,7 +71,11 @@ def run_reference(url: str, bodies: list[bytes], *, requests: int, concurrency: 
         conn.connect()
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    barrier = threading.Barrier(concurrency) if burst else None
+
     def worker(conn: http.client.HTTPConnection) -> None:
+        if barrier is not None:
+            barrier.wait()
         while True:
             with lock:
                 i = state["next"]
