@@ -40,8 +40,9 @@ def start_specdsl(*args, cwd: Path) -> subprocess.Popen:
 
 
 def processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that mention `text` (a tmp folder):
-    what a test left behind."""
+    """Command lines of live processes that mention `text` (a tmp folder) or
+    run in a folder under it (a server's workers, whose command lines name
+    no path, inherit its working folder): what a test left behind."""
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -50,6 +51,10 @@ def processes_mentioning(text: str) -> list[str]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if text in cmd:
-            found.append(f"{pid}: {cmd[:200]}")
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            cwd = ""
+        if text in cmd or cwd == text or cwd.startswith(text.rstrip("/") + "/"):
+            found.append(f"{pid}: {cmd[:200]} (in {cwd})")
     return found

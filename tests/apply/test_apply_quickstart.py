@@ -107,68 +107,45 @@ def test_saved_plan_applies_exactly_and_stale_plan_is_refused(quickstart):
 
 
 # The verdicts against the real server (the suite checks the same against a
-# stdlib double, tests/apply/walk_double.py): two experiments added to the
-# quickstart, measured against its batched experiment in pairs, in one apply
-# on a copy of its state (the serial and batched results are reused: only
-# the new pairs launch servers, each capped as the quickstart's are).
-# - an A/A pair: a candidate identical to its baseline. A true ratio of 1
-#   against `>= 0.7` may PASS or be INCONCLUSIVE (2 pairs on two shared
-#   cores are noisy: the quickstart's intervals span [1.24, 4.14] at 6
-#   pairs), never FAIL: that needs the whole interval below 0.7;
-# - a known effect: continuous batching off against on at 8 concurrent
-#   requests (batching is 2-4x faster here: docs/shared facts) against
-#   `>= 0.9`: it must FAIL (up to 4 pairs while undecided).
-AA_AND_KNOWN_EFFECT = '''
-workload "c8" {
-  endpoint    = "completions"
-  input_len   = 32
-  output_len  = 16
-  requests    = 16
-  concurrency = 8
-  runs        = 2
-  max_runs    = 2
-  warmup      = 1
-}
-
+# stdlib double whose speed drifts, tests/apply/test_walk.py):
+# - a known effect: the quickstart itself, continuous batching on against
+#   off at 16 concurrent requests (2-4x faster here), must PASS `>= 1.2` with
+#   its whole interval above it (test_quickstart_applies_checks_and_promotes);
+#   a known effect that must FAIL is checked against the double
+#   (tests/apply/test_promotion_walk.py), where its size is set exactly;
+# - an A/A pair, here: an experiment added to the quickstart that is
+#   identical to its batched experiment, measured against it in pairs on a
+#   copy of its state (the serial and batched results are reused: only the
+#   new pairs launch servers, each capped as the quickstart's are). A true
+#   ratio of 1 against `>= 0.7` may PASS or be INCONCLUSIVE (2 pairs on two
+#   shared cores are noisy: the quickstart's intervals span [1.24, 4.14] at
+#   6 pairs), never FAIL: that needs the whole interval below 0.7.
+AA = '''
 experiment "aa" {
   stack    = stack.serve
   server   = server.tiny { args = { continuous-batching = true, cb-max-memory-percent = 0.02 } }
-  workload = workload.c8
+  workload = workload.c16 { max_runs = 2 }
   baseline = experiment.batched
   assert "same" { output_throughput >= baseline.output_throughput * 0.7 }
-}
-
-experiment "off" {
-  stack    = stack.serve
-  server   = server.tiny
-  workload = workload.c8 { max_runs = 4 }
-  baseline = experiment.batched
-  assert "known" { output_throughput >= baseline.output_throughput * 0.9 }
 }
 '''
 
 
-def test_aa_pair_never_fails_and_a_known_effect_fails(quickstart, tmp_path):
+def test_aa_pair_never_fails(quickstart, tmp_path):
     folder, first = quickstart
     assert first.returncode == 0
     here = tmp_path / "quickstart"
     shutil.copytree(folder, here, ignore=shutil.ignore_patterns("plans"))
-    spec = (here / "quickstart.spec").read_text() + AA_AND_KNOWN_EFFECT
-    (here / "aa.spec").write_text(spec)
+    (here / "aa.spec").write_text((here / "quickstart.spec").read_text() + AA)
     done = specdsl("apply", "aa.spec", "--yes", cwd=here, timeout=600)
     out = done.stdout + done.stderr
-    assert done.returncode == 3, out  # a confident FAIL: the known effect
+    assert done.returncode in (0, 4), out  # PASS or INCONCLUSIVE, never a FAIL (3)
     assert "= benchmark.serial" in done.stdout and "= benchmark.batched" in done.stdout, out
-    verdict = r"{}: {}  (PASS|INCONCLUSIVE|FAIL)  ratio (\S+) [\[(](\S+), (\S+)[\])] >= {}, n=(\d+) pairs"
-    same = re.search(verdict.format("aa", "same", r"0\.7"), out)
+    verdict = r"aa: same  (PASS|INCONCLUSIVE|FAIL)  ratio (\S+) [\[(](\S+), (\S+)[\])] >= 0\.7, n=2 pairs"
+    same = re.search(verdict, out)
     assert same and same.group(1) != "FAIL", out
-    known = re.search(verdict.format("off", "known", r"0\.9"), out)
-    assert known and known.group(1) == "FAIL" and float(known.group(2)) < 0.9, out
     state = load_state(here / ".specdsl")
-    for step, arms in (("benchmark.aa", ("batched", "aa")), ("benchmark.off", ("batched", "off"))):
-        run = next(r for r in state.runs if r.step == step and r.status == "completed")
-        doc = json.loads((here / ".specdsl" / run.folder / "result.json").read_text())
-        assert len(doc["pairs"]) >= 2 and (doc["arms"]["A"], doc["arms"]["B"]) == arms
-    off = next(r for r in state.runs if r.step == "benchmark.off" and r.status == "completed")
-    assert dict(off.effective)["continuous_batching"] is False  # the serial server really was
+    run = next(r for r in state.runs if r.step == "benchmark.aa" and r.status == "completed")
+    doc = json.loads((here / ".specdsl" / run.folder / "result.json").read_text())
+    assert len(doc["pairs"]) == 2 and (doc["arms"]["A"], doc["arms"]["B"]) == ("batched", "aa")
     assert not state.servers and processes_mentioning(str(here)) == []

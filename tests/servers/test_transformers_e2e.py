@@ -1,4 +1,7 @@
-"""`transformers serve` of the tiny model, for real (CPU, memory capped)."""
+"""`transformers serve` of the tiny model, for real (CPU, memory capped):
+the adapter's launch, effective configuration and teardown, and the
+benchmark client against the same continuous-batching server (one launch
+for both: each launch is seconds of CI)."""
 
 from __future__ import annotations
 
@@ -6,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from specdsl.servers import LaunchError, answers, effective_config, launch, teardown
+from specdsl.bench import BenchError, run_benchmark
+from specdsl.bench.timings import read_records
 from specdsl.hosts import LocalHost
 from specdsl.hosts.http import session
-from specdsl.model.config import Server, pairs
-
-from specdsl.hosts import LocalHost
+from specdsl.model.config import Server, Workload, pairs
+from specdsl.servers import LaunchError, adapter_for, answers, effective_config, launch, teardown
 
 HOST = LocalHost()  # one host object: it reaps the servers it started
 
@@ -64,6 +67,42 @@ def test_memory_stays_capped(cb_server):
         status = Path(f"/proc/{pid}/status").read_text()
         rss_kib += int(next(l for l in status.splitlines() if l.startswith("VmRSS:")).split()[1])
     assert rss_kib < 4 * 1024 * 1024, f"server group uses {rss_kib / 1024**2:.1f} GiB"
+
+
+# The benchmark client against the same server (after the checks of its
+# own configuration above, which read its log as it came up).
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_exact_lengths_and_usage_counts_against_transformers_serve(cb_server, tiny_model, tmp_path, endpoint):
+    url = cb_server[1].base_url
+    w = Workload(name="e2e", input_len=32, output_len=24, requests=6, concurrency=3, warmup=1, timeout=120.0,
+                 endpoint=endpoint, runs=2)
+    adapter = adapter_for("transformers")
+    result = run_benchmark(w, url, str(tiny_model), tmp_path, quirks=adapter.quirks, tokenizer=str(tiny_model),
+                           server=adapter.server_side())
+    # fresh prompts each run; transformers serve has no prefix-cache reset
+    assert [(r.prompts["fresh"], r.prompts["run"], r.cache_reset) for r in result.runs] == [(True, 0, "not offered"), (True, 1, "not offered")]
+    assert result.settings["exact_length"].startswith("generation_config")
+    assert result.settings["tokenizer"]["tokenizer_json_sha256"]
+    run = result.runs[0]
+    assert run.metrics["completed"] == 6 and run.failures == {}
+    _, records = read_records(run.records_file)
+    # exact output length through generation_config, counted from the server's usage
+    assert {(r.tokens_from, r.output_tokens) for r in records} == {("usage", 24)}
+    if endpoint == "completions":
+        # exact input length: 32 tokens of text, plus the BOS the server adds
+        assert {r.prompt_tokens for r in records} == {33}
+    m = run.metrics
+    assert 0 < m["median_ttft_ms"] < m["median_e2el_ms"] and m["median_itl_ms"] > 0
+    assert m["output_throughput"] == pytest.approx(6 * 24 / m["duration"])
+
+
+def test_ignore_eos_forced_on_transformers_is_reported_as_422(cb_server, tiny_model, tmp_path):
+    # transformers serve rejects ignore_eos; forcing it must fail loudly with the reason
+    url = cb_server[1].base_url
+    w = Workload(name="e2e", input_len=8, output_len=4, requests=2, concurrency=2, warmup=0, timeout=60.0,
+                 ignore_eos=True)
+    with pytest.raises(BenchError, match=r"http 422.*x2"):
+        run_benchmark(w, url, str(tiny_model), tmp_path, quirks=adapter_for("command").quirks)
 
 
 def test_serial_server_reports_no_cb_and_teardown_leaves_nothing(transformers_env, tiny_model, hf_home, tmp_path):
