@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from specdsl.apply.refresh import server_answers
+from specdsl.apply.refresh import address_now, server_answers
 from specdsl.apply.state_writer import StateWriter
 from specdsl.apply.steps.launch import STALE_GRACE_S, record_process, stop_recorded
 from specdsl.hosts import HostError, HostRegistry, host_key
@@ -87,13 +87,14 @@ def survey(state: State | None, registry: HostRegistry, decls: dict[str, Any] | 
             continue
         try:
             alive = host.alive(record_process(record))
+            url = address_now(host, record) if alive else ""  # on a remote host: through this apply's forward
         except HostError as exc:
             out.append(Seen(record, UNREACHABLE, host, f"its host could not be asked: {exc}"))
             continue
         if not alive:
             # the leader gone: what is left of its group is stopped too
             out.append(Seen(record, DEAD, host, "its process is gone: the record is dropped"))
-        elif not server_answers(record.base_url):
+        elif not server_answers(url):
             out.append(Seen(record, NOT_ANSWERING, host, "frozen or never became ready: it is stopped (TERM, then KILL)"))
         elif record.identity not in reused:
             out.append(Seen(record, ANSWERING, host, "no apply uses it now: it is stopped"))

@@ -32,6 +32,19 @@ from specdsl.plan.model import Refresh
 _LOCAL = None  # the declaration of this machine (a host block without ssh)
 
 
+def address_now(host, record) -> str:
+    """The base URL that reaches the recorded server `record` on `host` from
+    here, now. On this machine, the recorded one. On a remote host, a port
+    forwarded through this apply's master (`Host.reach`; one per port while
+    the host is open): the recorded address is the forward of the apply that
+    started the server, gone with that apply's master, and a later apply's
+    forward is another local port. Raises HostError when it cannot be made."""
+    if host.key == "local":
+        return record.base_url
+    here, port = host.reach(record.port)
+    return f"http://{here}:{port}"
+
+
 def server_answers(base_url: str, timeout: float = 2.0) -> bool:
     try:
         with session() as http:
@@ -140,7 +153,4 @@ def _refresh(state, registry: HostRegistry, names: dict[str, Any], wanted: dict[
 def _server_up(host, srv) -> bool:
     if not host.alive(ProcessHandle(srv.pid, srv.pgid, (), srv.log)):
         return False
-    if host.key == "local":
-        return server_answers(srv.base_url)
-    here, port = host.reach(srv.port)
-    return server_answers(f"http://{here}:{port}")
+    return server_answers(address_now(host, srv))

@@ -32,6 +32,7 @@ from pathlib import Path
 from specdsl.cli.apply_view import ConsoleHooks, print_result
 from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
 from specdsl.cli.plan_commands import _state_error, add_common, build_plan
+from specdsl.cli.recorded_servers import graph_hosts, launch_identities
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
@@ -110,7 +111,7 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
     from specdsl.hosts import HostRegistry
 
     registry = HostRegistry()
-    seen = survey(state, registry, _decls(graph), _launch_identities(graph))
+    seen = survey(state, registry, graph_hosts(graph), launch_identities(graph))
     if not args.json:
         sys.stdout.write(render_text(plan) + render_jobs(graph, plan))
         _print_stale(stale(seen))
@@ -151,17 +152,6 @@ def _servers_left() -> str:
         return "  servers: none left running (every server this apply started or reused was stopped)"
     shown = ", ".join(f"pid {h.pid} (process group {h.pgid})" for _, h in left)
     return f"  servers: still running: {shown}: stop them with `specdsl destroy` once the state can be written"
-
-
-def _decls(graph) -> dict:
-    """The host declarations of the graph's steps, by physical key."""
-    from specdsl.hosts import host_key
-
-    return {host_key(s.payload["host"]): s.payload["host"] for s in graph.steps.values() if s.payload.get("host")}
-
-
-def _launch_identities(graph) -> set[str]:
-    return {s.identity for s in graph.steps.values() if s.kind == "launch"}
 
 
 def _print_stale(items) -> None:
@@ -258,7 +248,7 @@ def walk_with_console(plan, graph, *, registry=None, seen=None, **kw):
     previous = _on_signals(signals.handle)
     try:
         if seen is None:
-            seen = survey(kw.get("state"), registry, _decls(graph), _launch_identities(graph))
+            seen = survey(kw.get("state"), registry, graph_hosts(graph), launch_identities(graph))
         problems: list[str] = []
         if any(s.why for s in seen):
             writer = StateWriter(Path(kw["state_dir"]).resolve(), kw.get("state"), kw.get("lock"))

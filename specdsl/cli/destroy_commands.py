@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from specdsl.cli.common import EXIT_ERROR, error
+from specdsl.cli.recorded_servers import spec_hosts
 
 EXIT_FAILED = 5
 DESTROY_GRACE_S = 10.0
@@ -30,25 +31,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside FILE; without FILE, ./.specdsl)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     p.set_defaults(handler=cmd_destroy)
-
-
-def _decls(file: str | None) -> dict:
-    """The host declarations of the spec (by name and physical key), so a
-    record on a remote host can be reached; {} without a readable spec."""
-    if not file:
-        return {}
-    from specdsl.hosts import host_key
-    from specdsl.resolve.resolver import resolve_file
-
-    try:
-        resolved = resolve_file(Path(file))
-    except Exception:  # a broken spec does not stop a destroy of what runs here
-        return {}
-    if not resolved.ok:
-        return {}
-    cfg = resolved.config
-    hosts = list(cfg.hosts) + [e.host for e in cfg.experiments if getattr(e, "host", None) is not None]
-    return {h.name: h for h in hosts} | {host_key(h): h for h in hosts}
 
 
 def _locate(args, words: list[str]) -> Path | int:
@@ -81,7 +63,7 @@ def cmd_state_servers(args) -> int:
     registry = HostRegistry()
     try:
         # every record counts as reused: listing stops nothing
-        seen = survey(state, registry, _decls(args.file), {s.identity for s in state.servers} if state else set())
+        seen = survey(state, registry, spec_hosts(args.file), {s.identity for s in state.servers} if state else set())
     finally:
         registry.close()
     for s in seen:
@@ -104,7 +86,7 @@ def cmd_destroy(args) -> int:
     try:
         with locked(state_dir, "destroy", notify=lambda note: print(note, file=sys.stderr)) as lock:
             state = load_state(state_dir)
-            seen = survey(state, registry, _decls(args.file))  # nothing reused: every one is stopped
+            seen = survey(state, registry, spec_hosts(args.file))  # nothing reused: every one is stopped
             if not seen:
                 print("Nothing to destroy: the state records no server.")
                 return 0

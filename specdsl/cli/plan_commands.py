@@ -203,12 +203,12 @@ def _stale_servers(graph, state, *, refresh: bool) -> list:
     if state is None or not state.servers:
         return []
     from specdsl.apply.orphans import for_plan
-    from specdsl.cli.apply_commands import _decls, _launch_identities
+    from specdsl.cli.recorded_servers import graph_hosts, launch_identities
     from specdsl.hosts import HostRegistry
 
     registry = HostRegistry()
     try:
-        return for_plan(state, _launch_identities(graph), refresh=refresh, registry=registry, decls=_decls(graph))
+        return for_plan(state, launch_identities(graph), refresh=refresh, registry=registry, decls=graph_hosts(graph))
     finally:
         registry.close()
 

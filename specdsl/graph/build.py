@@ -405,7 +405,7 @@ def paired_with(cfg: config.Config, exp: config.Experiment, arms: dict | None = 
     if exp.baseline is None or exp.baseline.kind != "experiment":
         return None
     base = next((e for e in cfg.experiments if e.name == exp.baseline.name), None)
-    if base is None or base.host.ssh != exp.host.ssh or base is exp:
+    if base is None or not config.measured_beside(exp, base):
         return None
     return base
 

@@ -256,6 +256,15 @@ class Experiment:
     span: Span | None = attrs.field(default=None, eq=False)
 
 
+def measured_beside(exp: Experiment, base: Experiment) -> bool:
+    """Whether the baseline experiment `base` is measured beside `exp`, arm
+    against arm (ABBA, by `exp`'s benchmark, with `exp`'s workload): both
+    on one machine (the same `ssh`, or both this machine) and not the same
+    experiment. Otherwise the two cannot alternate and `base` is measured
+    apart, with its own workload."""
+    return base is not exp and base.host.ssh == exp.host.ssh
+
+
 @attrs.frozen
 class Config:
     """A whole resolved spec: experiments (matrix cells expanded) in

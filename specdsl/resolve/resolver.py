@@ -390,14 +390,17 @@ class _Resolver:
                 cands = by_group.get(nxt)
                 cur = cands[0] if cands else None
         # comparable numbers: one warning per experiment block, naming the
-        # workload fields that differ (a sweep of 1,000 cells gives one line)
+        # workload fields that differ (a sweep of 1,000 cells gives one line).
+        # A baseline measured beside its candidate runs the candidate's
+        # workload (graph.build.paired_with): only one measured apart (on
+        # another machine) runs its own.
         differing: dict[str, tuple[config.Experiment, list[str], set[str]]] = {}
         compared: dict[tuple[int, int], set[str]] = {}
         for exp in experiments:
             if exp.baseline is None or exp.baseline.kind != "experiment":
                 continue
             cands = by_group.get(exp.baseline.name)
-            if not cands or cands[0].workload == exp.workload:
+            if not cands or cands[0].workload == exp.workload or config.measured_beside(exp, cands[0]):
                 continue
             base = cands[0]
             pair = (id(base.workload), id(exp.workload))
@@ -414,8 +417,8 @@ class _Resolver:
                 Diagnostic.warning(
                     f"Baseline `{base.name}` runs a different workload",
                     self._attr_span(group, "baseline"),
-                    f"{who} and the baseline differ in {', '.join(sorted(fields)) or 'the workload'}: "
-                    "the numbers are not comparable",
+                    f"{who} and the baseline (measured apart, on another machine) differ in "
+                    f"{', '.join(sorted(fields)) or 'the workload'}: the numbers are not comparable",
                 )
             )
 

@@ -52,6 +52,7 @@ class Recording:
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str]] = []
+        self.said: list[tuple[str, str]] = []  # (step, progress message)
         self.on_start = None
 
     def start(self, addr, kind):
@@ -60,7 +61,7 @@ class Recording:
             self.on_start(addr)
 
     def progress(self, addr, message):
-        pass
+        self.said.append((addr, message))
 
     def finish(self, outcome):
         self.events.append(("finish", outcome.addr))
@@ -143,6 +144,11 @@ experiment "cand" {
     # a check ran as soon as its results were recorded, while its server still served another benchmark
     assert hooks.events.index(("finish", "benchmark.base")) < hooks.events.index(("start", "benchmark.later"))
     assert hooks.events.index(("finish", "check.base.some")) < hooks.events.index(("finish", "benchmark.later"))
+    # every run of every pair and arm is announced once, by its place in the step (a block of
+    # one run is not `run 1/1` each time), in the order it ran
+    runs = [m for a, m in hooks.said if a == "benchmark.cand" and m.startswith("run")]
+    assert runs == ["run 1/4, pair 1 arm A: the command", "run 2/4, pair 1 arm B: the command",
+                    "run 3/4, pair 2 arm B: the command", "run 4/4, pair 2 arm A: the command"], runs
     verdicts = {v.name: v for _, v in result.verdicts}
     assert verdicts["faster"].status == "pass" and verdicts["faster"].evidence["n"] == 2
     # every planned step has one outcome: the summary counts what the plan listed
@@ -563,3 +569,5 @@ experiment "e" {
                                             "the client's event loop was busy 97%)")
     assert bound["up"].status == "pass"  # decided exactly, not from the measured numbers' level
     assert judge.client_bound_of({"runs": [{"index": 0, "warnings": ["no server metrics: unavailable: GET /metrics answered http 404"]}]}) == ""
+
+

@@ -15,6 +15,7 @@ from specdsl import secrets, servers
 from specdsl.apply import gpus
 from specdsl.apply.context import StepContext, StepFailed, Walk
 from specdsl.apply.outcome import Outcome
+from specdsl.apply.refresh import address_now
 from specdsl.apply.steps.common import completed, localize, planned_reuse
 from specdsl.hosts import HostError, ProcessHandle, host_key
 from specdsl.servers import lifecycle
@@ -37,11 +38,15 @@ class Launch:
         walk, step = ctx.walk, ctx.step
         if walk.running(ctx.addr):
             record = ctx.writer.state.server(step.identity)
-            handle = handle_from_record(record, step.payload["server"])
+            try:
+                url = address_now(ctx.host, record)  # over ssh: this apply's forward, not the recorded one
+            except HostError as exc:
+                raise StepFailed(f"the server recorded running (pid {record.pid}) cannot be reached: {exc}") from None
+            handle = handle_from_record(record, step.payload["server"], url)
             lifecycle.track(handle, ctx.host)
             with walk.mutex:
                 walk.handles[ctx.addr] = handle
-            return planned_reuse(ctx, f"running at {record.base_url}")
+            return planned_reuse(ctx, f"running at {url}")
         if not walk.starts_server(ctx.addr):
             return planned_reuse(ctx)
         env = walk.envs.get(step.deps[0])
@@ -127,12 +132,15 @@ def stop_recorded(writer, record: ServerRecord, host, *, grace_s: float = 10.0) 
     return ""
 
 
-def handle_from_record(record: ServerRecord, server) -> servers.ServerHandle:
-    """The handle of a server a previous apply started and left running."""
+def handle_from_record(record: ServerRecord, server, base_url: str | None = None) -> servers.ServerHandle:
+    """The handle of a server a previous apply started and left running,
+    reached at `base_url` (default: the recorded address; on a remote host
+    the caller passes this apply's forward, `refresh.address_now`)."""
+    url = base_url or record.base_url
     return servers.ServerHandle(
-        pid=record.pid, pgid=record.pgid, port=record.port, bind="127.0.0.1", base_url=record.base_url,
+        pid=record.pid, pgid=record.pgid, port=record.port, bind="127.0.0.1", base_url=url,
         log_path=record.log, argv=record.argv, engine=server.engine, model=server.model,
-        health_url=servers.health_url(server, record.base_url),
+        health_url=servers.health_url(server, url),
     )
 
 

@@ -16,6 +16,7 @@ rest.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import attrs
@@ -81,14 +82,14 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
     done = _Pairing()
     state = {"handle": None, "arm": None}
 
-    def serve(letter: str):
+    def serve(i: int, letter: str):
         if state["arm"] == letter:
             return state["handle"]
         stop_current()
         arm = arms[letter]
         n = len(done.launches)
         sub = there / f"launch-{n}-{letter}"
-        ctx.progress(f"pair arm {letter} ({arm.name}): starting its server")
+        ctx.progress(f"pair {i + 1} arm {letter} ({arm.name}): starting its server")
         pinned = gpus.pin(walk, ctx.addr, host, step.payload["host"], arm.server, ctx.stop)  # the pair's own GPUs
         try:
             handle = servers.launch(pinned, arm.env, sub, host=host, progress=ctx.progress, stop=ctx.stop)
@@ -119,13 +120,15 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
             servers.teardown(handle, host)
             state.update(handle=None, arm=None)
 
-    def block(i: int, letter: str) -> None:
-        handle = serve(letter)
+    def block(i: int, letter: str, pairs: int) -> None:
+        handle = serve(i, letter)
         arm = arms[letter]
         sub = folder / f"pair-{i}-{letter}"
         w = attrs.evolve(workload, runs=workload.block, dataset=local_dataset(workload.dataset, walk.spec_dir))
+        say = block_progress(ctx.progress, i, letter, len(done.runs), 2 * workload.block * pairs)
         try:
             if w.command:
+                say(f"run 1/{w.runs}: the command" if w.runs == 1 else f"runs 1-{w.runs}/{w.runs}: the command")
                 result = bench.run_command_workload(w, host=host, server_host=handle.bind, port=handle.port,
                                                     model=arm.server.model, out_dir=sub, stop=ctx.stop)
             else:
@@ -133,7 +136,7 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
                 adapter = servers.adapter_for(arm.server.engine)
                 # both arms of a pair get the same fresh prompts; each pair new ones
                 result = bench.run_benchmark(w, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
-                                             tokenizer=tokenizer, progress=ctx.progress, stop=ctx.stop,
+                                             tokenizer=tokenizer, progress=say, stop=ctx.stop,
                                              server=adapter.server_side(), first_run=i * workload.block)
         except bench.BenchError as exc:
             raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})", str(sub)) from None
@@ -154,10 +157,10 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
     try:
         n = first_pairs(workload)
         for i, letter in schedule(n):
-            block(i, letter)
+            block(i, letter, n)
         while n < budget and decide_more(done.to_json(names)):
             for i, letter in schedule(1, n):
-                block(i, letter)
+                block(i, letter, n + 1)
             n += 1
     except Cancelled:
         _cleanup(stop_current, ctx)
@@ -172,6 +175,31 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
     for w in done.warnings:
         walk.result.warn(w)
     return done.to_json(names), done.effective.get(CANDIDATE, {})
+
+
+_RUN = re.compile(r"runs? (\d+)(?:-(\d+))?/\d+: ")
+
+
+def block_progress(progress, i: int, letter: str, before: int, total: int):
+    """The progress of one block (pair `i`, arm `letter`), as the step's: the
+    load generator counts the runs of the block it was given (`run 1/1` for
+    every block of one run), so its `run k/b: ...` becomes the run's place
+    in the step, `run N/TOTAL, pair P arm X: ...` (`before` runs came
+    first; `total` is 2 x block x the pairs planned so far), and any other
+    message is named by pair and arm. Every run of every pair and arm is
+    announced once, and no two announcements read alike."""
+    where = f"pair {i + 1} arm {letter}"
+
+    def say(message: str) -> None:
+        m = _RUN.match(message)
+        if m is None:
+            progress(f"{where}: {message}")
+            return
+        first, last = before + int(m.group(1)), before + int(m.group(2) or m.group(1))
+        runs = f"run {first}" if first == last else f"runs {first}-{last}"
+        progress(f"{runs}/{total}, {where}: {message[m.end():]}")
+
+    return say
 
 
 def _cleanup(stop_current, ctx) -> None:
