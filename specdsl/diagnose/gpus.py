@@ -71,6 +71,7 @@ def facts_of(state, run, launch=None, host_name: str | None = None) -> dict[str,
     ids = [int(x) for x in used.split(",") if x.strip().isdigit()] if used else [g.get("index") for g in gpus]
     by_index = {g.get("index"): g for g in gpus}
     mine = [by_index[i] for i in ids if i in by_index]
+    before = {g.get("index"): g for g in _gpus(effective.get("gpus"))}  # the preflight's, before the server
     out: dict[str, str] = {}
     if mine:
         out["gpu_model"] = ", ".join(sorted({str(g.get("name")) for g in mine}))
@@ -85,8 +86,11 @@ def facts_of(state, run, launch=None, host_name: str | None = None) -> dict[str,
         out[f"gpu[{place}].throttle"] = _throttle(g.get("throttle_mask"))
         out[f"gpu[{place}].processes"] = str(g["others"] if "others" in g else len(g.get("processes") or ()))
         for key in ("memory_used_mib", "clock_max_sm_mhz", "memory_total_mib", "clock_sm_mhz", "utilization_pct"):
-            if g.get(key) is not None and not (key == "memory_used_mib" and "others" in g):
-                out[f"gpu[{place}].{key}"] = _number(g[key])  # (a run's own server holds memory: not compared)
+            source = g
+            if key == "memory_used_mib" and "others" in g:  # a run's own server holds memory: the preflight's, before it
+                source = before.get(g.get("index"), {})
+            if source.get(key) is not None:
+                out[f"gpu[{place}].{key}"] = _number(source[key])
     if END in own:
         ends = {g.get("index"): g for g in _gpus(own[END])}
         for place, g in enumerate(mine):
