@@ -9,6 +9,12 @@ free ones (disjoint from every other open session's) and records them in
 to them, after a check that nothing else holds them (`check_idle`). A host
 without declared GPUs has no devices: its servers hold the whole machine,
 one at a time, as before.
+
+Each benchmark run on a host whose preflight had an nvidia-smi answer
+takes a snapshot of its GPUs at its start and its end (`snapshot`, one
+query each; nothing on a host without GPUs): the run record keeps them
+(`gpus_start`, `gpus_end`) and a GPU throttled or holding another job's
+process at either end is a warning naming the run (`run_gpu_facts`).
 """
 
 from __future__ import annotations

@@ -8,12 +8,18 @@ wheels or a wheel in its `packages`. Submitted from this machine the nodes
 see them where they are (the spec's folder is shared). Through a login
 node (`ssh` with `slurm`) this machine shares nothing with the cluster, so
 each is copied, before anything is submitted, to
-`SLURM_WORKDIR/files/<digest>/<name>` on the login node (which shares
+`SLURM_WORKDIR/files/<digest>-<name>/<name>` on the login node (which shares
 `slurm.workdir` with the nodes), and the job's description names that
 copy. `<digest>` is the SHA-256 of the file's content (a folder's: its
 files' relative names and contents), so a re-apply copies nothing again
-and a changed file gets a folder of its own. An absolute path is a path on
-the cluster, as for an SSH host, and left as written.
+and a changed file gets a folder of its own.
+
+A dataset file is this machine's also when its path is absolute: apply
+reads it here before anything starts and its SHA-256 is part of the
+benchmark's identity, so the job must measure with that content. Any
+other absolute path (a model folder, a script, a wheel folder) is a path
+on the cluster, as for an SSH host, and left as written: a shared
+`/models` need not travel.
 
 A file of a relative path that is missing here is a located problem of the
 host's preflight: nothing is submitted.
@@ -24,10 +30,13 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import uuid
 from pathlib import Path, PurePosixPath
 
 import attrs
 
+from specdsl.hosts.base import HostError
+from specdsl.hosts.slurm import SlurmError, SshRunner
 from specdsl.model import config
 
 FILES = "files"
@@ -118,7 +127,7 @@ def files_of(value, spec_dir: Path) -> list[LocalFile]:
     elif isinstance(value, config.Workload):
         found = dataset_text(value.dataset) if not value.command else None
         if found is not None:
-            path = _candidate(found[1], spec_dir, explicit=True)
+            path = Path(found[1]) if Path(found[1]).is_absolute() else _candidate(found[1], spec_dir, explicit=True)
             if path is not None:
                 out.append(LocalFile(found[1], path, f"dataset of workload {value.name}", value.span))
         out += _argv_files(value.command, spec_dir, f"command of workload {value.name}", value.span)
@@ -152,7 +161,9 @@ class Staged:
         memo[key] = out
         return out
 
-    def _path(self, text: str, spec_dir: Path) -> str:
+    def _path(self, text: str, spec_dir: Path, absolute: bool = False) -> str:
+        if absolute and Path(text).is_absolute():
+            return self.remote.get(str(Path(text).resolve()), text)
         if not _relative(text) or text in (".", ".."):
             return text
         return self.remote.get(str((spec_dir / text).resolve()), text)
@@ -167,7 +178,7 @@ class Staged:
                                 command=tuple(self._path(w, spec_dir) for w in value.command))
         if isinstance(value, config.Workload):
             found = dataset_text(value.dataset)
-            dataset = value.dataset if found is None else found[0] + self._path(found[1], spec_dir)
+            dataset = value.dataset if found is None else found[0] + self._path(found[1], spec_dir, absolute=True)
             return attrs.evolve(value, dataset=dataset, command=tuple(self._path(w, spec_dir) for w in value.command))
         if isinstance(value, config.Stack):
             return attrs.evolve(value, find_links=tuple(self._path(t, spec_dir) for t in value.find_links),
@@ -187,26 +198,59 @@ def missing(files: list[LocalFile]) -> list[str]:
     return out
 
 
+def present(host, folders: list[Path]) -> set[str]:
+    """Which of `folders` are on the login node `host`, asked in one command."""
+    if not folders:
+        return set()
+    script = 'for d in "$@"; do [ -d "$d" ] && printf "%s\\n" "$d"; done; exit 0'
+    try:
+        done = SshRunner(host).run(["sh", "-c", script, "sh", *map(str, folders)], timeout=60)
+    except SlurmError as exc:
+        raise HostError(str(exc)) from None
+    if done.returncode != 0:
+        raise HostError(f"looking for copies on the login node: {done.stderr.strip()[-300:]}")
+    return set(done.stdout.splitlines())
+
+
 def stage(host, root: Path, files: list[LocalFile]) -> Staged:
-    """Copy each file to `root/files/<digest>/<name>` on the login node
-    `host` (an `SshHost`), unless a copy of that content is there."""
+    """Copy each file to `root/files/<digest>-<name>/<name>` on the login
+    node `host` (an `SshHost`), unless a copy of that content is there.
+    Three commands at most, whatever the count: which copies are there; the
+    missing ones as one tar stream (`SshHost.put_tree`) into a folder of
+    their own beside them; each renamed into place (a half-copied file is
+    never seen under its name; one another apply put there first is kept)."""
     staged = Staged()
-    digests: dict[str, str] = {}
+    todo: dict[str, tuple[LocalFile, str, Path]] = {}
     for f in files:
         local = f.path.resolve()
-        key = str(local)
-        if key in staged.remote:
-            continue
-        digest = digests.get(key) or content_digest(local)
-        digests[key] = digest
-        folder = Path(root) / FILES / digest[:32]
-        remote = PurePosixPath(folder) / local.name
-        if host.exists(folder):
-            staged.kept.append((f, digest, str(remote)))
+        if str(local) not in todo:
+            todo[str(local)] = (f, content_digest(local), local)
+    # one folder per content and name (two names of one content are two files)
+    names = {key: f"{digest[:32]}-{local.name}" for key, (_, digest, local) in todo.items()}
+    top = Path(root) / FILES
+    there = present(host, sorted({top / n for n in names.values()}))
+    new = {}
+    for key, (f, digest, local) in todo.items():
+        remote = str(PurePosixPath(top) / names[key] / local.name)
+        if str(top / names[key]) in there:
+            staged.kept.append((f, digest, remote))
         else:
-            with tempfile.TemporaryDirectory(prefix="specdsl-stage-") as tmp:
-                os.symlink(local, Path(tmp) / local.name)  # put_tree follows links: the file itself travels
-                host.put_tree(Path(tmp), folder)
-            staged.copied.append((f, digest, str(remote)))
-        staged.remote[key] = str(remote)
+            new[names[key]] = local
+            staged.copied.append((f, digest, remote))
+        staged.remote[key] = remote
+    if new:
+        incoming = top / f".incoming-{uuid.uuid4().hex[:12]}"
+        with tempfile.TemporaryDirectory(prefix="specdsl-stage-") as tmp:
+            for name, local in new.items():
+                (Path(tmp) / name).mkdir()
+                os.symlink(local, Path(tmp) / name / local.name)  # put_tree follows links: the file itself travels
+            host.put_tree(Path(tmp), incoming)
+        script = ('cd "$1" || exit 1; for d in *; do [ -d "../$d" ] || mv "$d" "../$d" || exit 1; done; '
+                  'cd .. && rm -rf "$1"')
+        try:
+            done = SshRunner(host).run(["sh", "-c", script, "sh", str(incoming)], timeout=120)
+        except SlurmError as exc:
+            raise HostError(str(exc)) from None
+        if done.returncode != 0:
+            raise HostError(f"putting the copies in {top}: {done.stderr.strip()[-300:]}")
     return staged

@@ -177,19 +177,31 @@ def test_the_specs_files_are_copied_once_per_content(login_host, tmp_path):
     (spec_dir / "bench.py").write_text("print(1)\n")
     (spec_dir / "wheels").mkdir()
     (spec_dir / "wheels" / "a-1-py3-none-any.whl").write_bytes(b"PK")
+    (spec_dir / "same.jsonl").write_text('{"prompt": "hi"}\n')  # the content of data/p.jsonl, another name
     server = config.Server("s", "transformers", "./tiny")
     workload = config.Workload("w", dataset="jsonl:data/p.jsonl")
     script = config.Workload("u", command=("python3", "bench.py", "--port", "{port}", "Qwen/Qwen3-8B"))
     stack = config.Stack("st", find_links=("wheels",), packages=("torch==2.0",))
-    values = [server, workload, script, stack]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "q.jsonl").write_text('{"prompt": "abs"}\n')
+    absolute = config.Workload("a", dataset=f"{elsewhere / 'q.jsonl'}")  # a dataset is this machine's, absolute too
+    on_cluster = config.Server("c", "vllm", str(spec_dir / "tiny"))  # any other absolute path is the cluster's
+    same = config.Workload("s", dataset="sharegpt:same.jsonl")
+    values = [server, workload, script, stack, absolute, on_cluster, same]
     files = [f for v in values for f in slurm_files.files_of(v, spec_dir)]
-    assert sorted(f.text for f in files) == ["./tiny", "bench.py", "data/p.jsonl", "wheels"]
+    assert sorted(f.text for f in files) == sorted([str(elsewhere / "q.jsonl"), "./tiny", "bench.py", "data/p.jsonl",
+                                                    "wheels", "same.jsonl"])
     assert slurm_files.missing(files) == []
     root = tmp_path / "login-workdir" / "slurm"
     first = slurm_files.stage(login_host, root, files)
-    assert len(first.copied) == 4 and first.kept == []
+    assert len(first.copied) == 6 and first.kept == []
     memo: dict = {}
-    s2, w2, u2, st2 = (first.rewrite(v, spec_dir, memo) for v in values)
+    s2, w2, u2, st2, a2, c2, same2 = (first.rewrite(v, spec_dir, memo) for v in values)
+    assert Path(same2.dataset.removeprefix("sharegpt:")).name == "same.jsonl"
+    assert Path(same2.dataset.removeprefix("sharegpt:")).read_text() == '{"prompt": "hi"}\n'
+    assert Path(a2.dataset).read_text() == '{"prompt": "abs"}\n' and a2.dataset.startswith(str(root / "files"))
+    assert c2 == on_cluster
     remote = Path(w2.dataset.removeprefix("jsonl:"))
     assert w2.dataset.startswith("jsonl:" + str(root / "files"))
     assert remote.read_text() == '{"prompt": "hi"}\n' and remote.name == "p.jsonl"
@@ -197,7 +209,7 @@ def test_the_specs_files_are_copied_once_per_content(login_host, tmp_path):
     assert Path(u2.command[1]).read_text() == "print(1)\n" and u2.command[2:] == ("--port", "{port}", "Qwen/Qwen3-8B")
     assert (Path(st2.find_links[0]) / "a-1-py3-none-any.whl").read_bytes() == b"PK" and st2.packages == ("torch==2.0",)
     again = slurm_files.stage(login_host, root, files)
-    assert again.copied == [] and len(again.kept) == 4 and again.remote == first.remote
+    assert again.copied == [] and len(again.kept) == 6 and again.remote == first.remote
     (spec_dir / "data" / "p.jsonl").write_text('{"prompt": "changed"}\n')
     changed = slurm_files.stage(login_host, root, files)
     [(f, _, path)] = changed.copied

@@ -66,10 +66,10 @@ def test_one_cell_of_transformers_serve_through_the_login_node(fresh, login, tmp
     digest = hashlib.sha256(prompts.encode()).hexdigest()
     dataset = json.loads((folder / ".specdsl" / run.folder / "result.json").read_text())["settings"]["dataset"]
     assert dataset["sha256"] == digest and dataset["kind"] == "jsonl", dataset
-    assert dataset["path"] == str(share / "files" / digest[:32] / "prompts.jsonl")
-    assert (share / "files" / digest[:32] / "prompts.jsonl").read_text() == prompts
+    copy = share / "files" / f"{digest[:32]}-prompts.jsonl" / "prompts.jsonl"
+    assert dataset["path"] == str(copy) and copy.read_text() == prompts
     assert "dataset of workload c4: data/prompts.jsonl (sha256 " in text and "copied: " in text
-    [model] = [p for p in (share / "files").glob("*/tiny-llama")]
+    [model] = list((share / "files").glob("*-tiny-llama/tiny-llama"))
     assert (model / "config.json").read_bytes() == (TINY / "config.json").read_bytes()
     assert not state.servers  # the server ended with its job
     [env] = state.environments
