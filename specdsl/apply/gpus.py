@@ -9,10 +9,17 @@ free ones (disjoint from every other open session's) and records them in
 to them, after a check that nothing else holds them (`check_idle`). A host
 without declared GPUs has no devices: its servers hold the whole machine,
 one at a time, as before.
+
+Each benchmark run on a host whose preflight had an nvidia-smi answer
+takes a snapshot of its GPUs at its start and its end (`snapshot`, one
+query each; nothing on a host without GPUs): the run record keeps them
+(`gpus_start`, `gpus_end`) and a GPU throttled or holding another job's
+process at either end is a warning naming the run (`run_gpu_facts`).
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import attrs
@@ -134,3 +141,85 @@ def check_idle(host, decl, ids, stop=None, wait_s: float = IDLE_WAIT_S) -> str |
             return (f"host {decl.name}: the GPUs given to this server are busy ({'; '.join(busy)}); numbers measured "
                     "beside another job are wrong: free them, or set `allow_busy_gpus = true` on the host")
         time.sleep(_IDLE_POLL_S)
+
+
+# -- the GPUs of one benchmark run, at its start and its end ----------------------
+START, END = "gpus_start", "gpus_end"  # the keys of a run record's `effective` (JSON lists)
+
+
+def snapshots_wanted(walk: Walk, decl) -> bool:
+    """Whether runs on `decl`'s machine take GPU snapshots: its preflight
+    asked nvidia-smi in this walk and had an answer (a host without GPUs,
+    or without nvidia-smi, is asked nothing more)."""
+    return host_key(decl) in walk.gpus_held
+
+
+def snapshot(walk: Walk, host, decl, opener: str, ours: set[int] = frozenset()) -> dict | None:
+    """One nvidia-smi query of `host`, narrowed to the GPUs the session
+    `opener` was given (all the host's when it declares none): each GPU's
+    facts (`Gpu.to_json`) with `others`, the count of its compute processes
+    not in `ours` (the run's own server). None on a host not asked
+    (`snapshots_wanted`); {"error": why} when nvidia-smi failed."""
+    if not snapshots_wanted(walk, decl):
+        return None
+    try:
+        report = smi.query(host)
+    except smi.GpuQueryError as exc:
+        return {"error": str(exc)}
+    if report is None:
+        return {"error": "nvidia-smi is not installed"}
+    ids = walk.gpus.get(opener, ()) if host_devices(decl) else tuple(g.index for g in report.gpus)
+    found = report.by_index()
+    gpus = []
+    for i in ids:
+        if i in found:
+            g = found[i]
+            gpus.append(g.to_json() | {"others": sum(1 for p in g.processes if p.pid not in ours)})
+    return {"gpus": gpus}
+
+
+def run_gpu_facts(addr: str, start: dict | None, end: dict | None) -> tuple[dict[str, str], list[str]]:
+    """(entries of the run record's `effective`, warnings naming the run)
+    of a run's two snapshots: a GPU throttled (heat, the hardware, the power
+    brake) or holding another process at the start or the end of the run."""
+    if start is None and end is None:
+        return {}, []
+    effective: dict[str, str] = {}
+    warnings: list[str] = []
+    for key, when, snap in ((START, "start", start), (END, "end", end)):
+        if snap is None:
+            continue
+        if "error" in snap:
+            warnings.append(f"{addr}: no GPU snapshot at the run's {when}: {snap['error']}")
+            continue
+        effective[key] = json.dumps(snap["gpus"], sort_keys=True)
+        for g in snap["gpus"]:
+            slow = smi.Gpu(g["index"], "", "", "", None, None, None, None, None,
+                           _mask(g.get("throttle_mask"))).throttled()
+            if slow:
+                warnings.append(f"{addr}: GPU {g['index']} was throttled at the run's {when} ({', '.join(slow)}): "
+                                "its numbers are slower than the GPU's")
+            if g.get("others"):
+                pids = ", ".join(str(p["pid"]) for p in g.get("processes", ()))
+                warnings.append(f"{addr}: GPU {g['index']} had another process at the run's {when} "
+                                f"({g['others']} not of this run; pids on it: {pids}): its numbers were measured "
+                                "beside another job")
+    return effective, warnings
+
+
+def _mask(text) -> int | None:
+    try:
+        return int(str(text), 0)
+    except ValueError:
+        return None
+
+
+def server_pids(walk: Walk, host, decl, handle) -> set[int]:
+    """The processes of a run's own server (its process group), asked only
+    where snapshots are taken: its GPU processes are not another job's."""
+    if not snapshots_wanted(walk, decl):
+        return set()
+    try:
+        return set(host.group_pids(handle.pgid))
+    except Exception:  # a server that is gone holds nothing; the snapshot says what is there
+        return set()

@@ -38,6 +38,7 @@ import attrs
 
 from specdsl import private
 from specdsl.apply import job as jobfile
+from specdsl.apply import slurm_files
 from specdsl.apply.context import Walk
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.apply.slurm_preflight import check as preflight_check
@@ -101,6 +102,7 @@ class SlurmRun:
         self.jobs = slurm_jobs(walk.graph, walk.plan)
         self.handled: set[str] = set()
         self.sites: dict[str, LocalSite | SshSite] = {}
+        self.staged: dict[str, slurm_files.Staged] = {}  # host -> its files' copies on the login node
 
     def site(self, decl) -> LocalSite | SshSite:
         """Where host `decl`'s jobs are submitted (`HostError` when its
@@ -205,6 +207,8 @@ class SlurmRun:
         for d in diags:
             where = f"{d.span}: " if d.span is not None else ""
             problems.append(f"{where}{d.summary}: {d.detail}")
+        files = self._files(host) if host.ssh else []
+        problems += slurm_files.missing(files)
         try:
             site = self.site(host)
             site.prepare()
@@ -215,7 +219,33 @@ class SlurmRun:
         problems += preflight_check(host, site.client, script)
         if not problems and (site.remote or host.slurm.python):
             problems += check_python(host, site.client, site.python, site.package)
+        if not problems and site.remote and files:
+            problems += self._stage(host, site, files)
         return problems
+
+    def _files(self, host) -> list:
+        """The files of this machine that host `host`'s jobs name (`slurm_files`)."""
+        files = []
+        for job in self.jobs:
+            if job.host.name == host.name:
+                for addr in job.steps:
+                    for value in self.graph.steps[addr].payload.values():
+                        files += slurm_files.files_of(value, Path(self.walk.spec_dir))
+        return files
+
+    def _stage(self, host, site, files: list) -> list[str]:
+        """Copy `files` to the login node; the problems (a copy that failed)."""
+        try:
+            staged = slurm_files.stage(site.host, site.root, files)
+        except HostError as exc:
+            return [f"host {host.name}: copying the spec's files to the login node: {exc}"]
+        self.staged[host.name] = staged
+        lead_addr = next((lead(self.graph, j) for j in self.jobs if j.host.name == host.name), None)
+        for f, digest, remote in staged.copied + staged.kept:
+            verb = "copied" if (f, digest, remote) in staged.copied else "already there"
+            if lead_addr is not None:
+                self._note(lead_addr, f"{f.what}: {f.text} (sha256 {digest[:12]}) {verb}: {remote} on the login node")
+        return []
 
     def _experiments_of(self, addr: str):
         for bench in self.walk.benchmarks_of(addr):
@@ -249,11 +279,16 @@ class SlurmRun:
     def _description(self, job: SlurmJob, folder: Path) -> dict:
         from specdsl.graph.build import Graph
 
-        local = {}
+        local: dict = {}
         steps = {}
+        staged = self.staged.get(job.host.name)
+        files: dict = {}
         for addr in job.steps:
             step = self.graph.steps[addr]
-            steps[addr] = attrs.evolve(step, payload={k: _here(v, local) for k, v in step.payload.items()})
+            payload = {k: _here(v, local) for k, v in step.payload.items()}
+            if staged is not None:
+                payload = {k: staged.rewrite(v, Path(self.walk.spec_dir), files) for k, v in payload.items()}
+            steps[addr] = attrs.evolve(step, payload=payload)
         keep = set(steps)
         graph = Graph(steps=steps, succ={a: tuple(s for s in self.graph.succ.get(a, ()) if s in keep) for a in keep},
                       pred={a: tuple(p for p in self.graph.pred.get(a, ()) if p in keep) for a in keep})

@@ -1,5 +1,5 @@
-"""The GPUs an arm ran on, as its host's preflight recorded them, and their
-differences (category "host").
+"""The GPUs an arm ran on, as its run's own snapshots or its host's
+preflight recorded them, and their differences (category "host").
 
 Preflight records the host's facts in its run record's `effective`
 (`gpu_model`, `driver_version`, `gpu_count`, `gpus`: each GPU's uuid,
@@ -29,11 +29,14 @@ from typing import Any
 from specdsl.hosts.gpus import IDLE_MEMORY_MIB, THROTTLE_BITS
 
 VISIBLE = "CUDA_VISIBLE_DEVICES"
+START, END = "gpus_start", "gpus_end"  # a run's own snapshots (apply.gpus)
 
 # per-GPU fields compared, with their tier class: "risk", "class" or "rest"
 _PER_GPU = (
     ("throttle", "risk", "an active slowdown (heat, the hardware, the power brake) lowers its clocks"),
     ("processes", "risk", "another job's processes on the arm's GPU share its compute and memory"),
+    ("throttle_end", "risk", "a slowdown active when the run ended: its GPU throttled during the run"),
+    ("processes_end", "risk", "another job's processes on the arm's GPU when the run ended: it joined during the run"),
     ("memory_used_mib", "risk", "memory in use before the server started: another job holds the GPU"),
     ("clock_max_sm_mhz", "class", "the highest SM clock sets the speed of every kernel"),
     ("memory_total_mib", "class", "the GPU's memory bounds the KV cache and the batch"),
@@ -54,21 +57,21 @@ def facts_of(state, run, launch=None, host_name: str | None = None) -> dict[str,
     """The arm's GPU facts as text, keyed as compared ({} when none were
     recorded). `run` the benchmark run, `launch` the launch run that started
     its server (None for a paired run), `host_name` the host block when the
-    spec is known."""
+    spec is known. A run that took GPU snapshots (`gpus_start`, `gpus_end`:
+    apply.gpus) is read from them: its GPUs as they were when it ran, the
+    processes counted those not of its own server, and the end's throttle
+    and processes besides (`gpu[0].throttle_end`)."""
     record = _facts_record(state, run, launch, host_name)
-    if record is None:
+    own = dict(run.effective)
+    if record is None and START not in own:
         return {}
-    effective = dict(record.effective)
-    try:
-        gpus = json.loads(effective.get("gpus") or "[]")
-    except ValueError:
-        gpus = []
-    if not isinstance(gpus, list):
-        gpus = []
+    effective = dict(record.effective) if record is not None else {}
+    gpus = _gpus(own[START]) if START in own else _gpus(effective.get("gpus"))
     used = dict((launch or run).effective).get(VISIBLE)
     ids = [int(x) for x in used.split(",") if x.strip().isdigit()] if used else [g.get("index") for g in gpus]
-    by_index = {g.get("index"): g for g in gpus if isinstance(g, dict)}
+    by_index = {g.get("index"): g for g in gpus}
     mine = [by_index[i] for i in ids if i in by_index]
+    before = {g.get("index"): g for g in _gpus(effective.get("gpus"))}  # the preflight's, before the server
     out: dict[str, str] = {}
     if mine:
         out["gpu_model"] = ", ".join(sorted({str(g.get("name")) for g in mine}))
@@ -81,15 +84,33 @@ def facts_of(state, run, launch=None, host_name: str | None = None) -> dict[str,
         out["devices"] = used
     for place, g in enumerate(mine):
         out[f"gpu[{place}].throttle"] = _throttle(g.get("throttle_mask"))
-        out[f"gpu[{place}].processes"] = str(len(g.get("processes") or ()))
+        out[f"gpu[{place}].processes"] = str(g["others"] if "others" in g else len(g.get("processes") or ()))
         for key in ("memory_used_mib", "clock_max_sm_mhz", "memory_total_mib", "clock_sm_mhz", "utilization_pct"):
-            if g.get(key) is not None:
-                out[f"gpu[{place}].{key}"] = _number(g[key])
+            source = g
+            if key == "memory_used_mib" and "others" in g:  # a run's own server holds memory: the preflight's, before it
+                source = before.get(g.get("index"), {})
+            if source.get(key) is not None:
+                out[f"gpu[{place}].{key}"] = _number(source[key])
+    if END in own:
+        ends = {g.get("index"): g for g in _gpus(own[END])}
+        for place, g in enumerate(mine):
+            end = ends.get(g.get("index"))
+            if end is not None:
+                out[f"gpu[{place}].throttle_end"] = _throttle(end.get("throttle_mask"))
+                out[f"gpu[{place}].processes_end"] = str(end.get("others", len(end.get("processes") or ())))
     return out
 
 
+def _gpus(text) -> list[dict]:
+    try:
+        gpus = json.loads(text or "[]")
+    except (TypeError, ValueError):
+        return []
+    return [g for g in gpus if isinstance(g, dict)] if isinstance(gpus, list) else []
+
+
 def _facts_record(state, run, launch, host_name):
-    """The run record whose `effective` holds the arm's GPU facts: the run
+    """The run record whose `effective` holds the arm's host facts: the run
     (or its launch) itself when it recorded them, else the last completed
     preflight of its host that began before the server was launched."""
     for r in (run, launch):

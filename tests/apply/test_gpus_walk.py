@@ -163,12 +163,16 @@ def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus
     ports = {x["argv"][2] for x in doc["launches"]}
     arm_lives = [g for name, g, _, _ in spans if name.split("@")[1] in ports]
     assert arm_lives == [(int(pair_gpu),)] * 3
+    # the pair's GPU as it was before its first arm and after its last: idle
+    start, end = (json.loads(dict(run.effective)[k]) for k in ("gpus_start", "gpus_end"))
+    assert [g["index"] for g in start] == [g["index"] for g in end] == [int(pair_gpu)]
+    assert start[0]["others"] == end[0]["others"] == 0
+    assert not [w for w in result.warnings if "GPU" in w], result.warnings
 
 
 @pytest.mark.parametrize("smi, allow, expected", [
     ({"gpus": 2, "busy": {"1": 4096}}, False, "GPU 1: 1 process (pid 424242)"),
     ({"gpus": 2, "throttle": {"0": "0x40"}}, True, "GPU 0: hw_thermal_slowdown"),
-    ({"gpus": 2, "busy": {"1": 4096}}, True, None),
 ])
 def test_busy_or_throttled_gpus_stop_the_benchmark_unless_allowed(tmp_path, env_root, gpus_file, smi, allow, expected):
     track = gpus_file(**smi)
@@ -193,11 +197,16 @@ def test_a_host_asking_no_gpus_goes_on_when_nvidia_smi_fails(tmp_path, env_root,
     life = tmp_path / "life.txt"
     text = COMMON + 'host "g" {}\n' + workload(runs=1) + gpu_server("s", 3, life, track, 1).replace("  gpus = 1\n", "") \
         + experiment("e", "s")
-    _, result, _ = apply_spec(tmp_path, text, env_root)
+    _, result, state = apply_spec(tmp_path, text, env_root)
     assert result.exit_code() == 0, failures(result)
     assert any("no GPU facts recorded" in w and "version mismatch" in w for w in result.warnings), result.warnings
     placed = placements(track)
     assert [g for _, g, _, _ in placed] == [()]  # a host without declared GPUs: CUDA_VISIBLE_DEVICES left alone
+    # a host whose preflight had no GPU answer is asked nothing more: no snapshot of its runs
+    calls = Path(str(tmp_path / "smi.json") + ".calls").read_text().splitlines()
+    assert len(calls) == 1 and calls[0].startswith("--query-gpu"), calls
+    (run,) = [r for r in state.runs if r.step == "benchmark.e"]
+    assert "gpus_start" not in dict(run.effective) and "gpus_end" not in dict(run.effective)
 
 
 def test_a_host_declaring_gpus_without_nvidia_smi_fails_clearly():
@@ -248,3 +257,56 @@ def test_servers_needing_no_gpu_or_the_whole_machine_run_alone(tmp_path, env_roo
         others = [s for s in spans if s is not me]
         assert all(me[3] <= o[2] or o[3] <= me[2] for o in others), spans
     assert_never_shared(spans)
+
+
+GPU_TURNS_BAD = """import json, sys
+path = sys.argv[1]
+with open(path) as f:
+    cfg = json.load(f)
+cfg["throttle"] = {"0": "0x40"}
+with open(path, "w") as f:
+    json.dump(cfg, f)
+print("tps: 1.0")
+"""
+
+
+def test_a_run_records_its_gpus_at_start_and_end_and_names_a_throttle_or_neighbour(tmp_path, env_root, gpus_file):
+    """GPU 0 holds a foreign process (the host allows busy GPUs: the
+    benchmark goes on) and the workload's own script makes it throttle
+    while the benchmark runs: the run's snapshots (one query at its start,
+    one at its end) keep both states, its own server's process is not
+    counted as another's, apply warns naming the run, and diagnose reads
+    the run's own snapshots."""
+    from specdsl.diagnose.gpus import facts_of
+
+    track = gpus_file(gpus=2, busy={"0": 2048})
+    life = tmp_path / "life.txt"
+    script = tmp_path / "turn_bad.py"
+    script.write_text(GPU_TURNS_BAD)
+    cfg = tmp_path / "smi.json"
+    wl = (f'workload "w" {{\n  command = ["{sys.executable}", "{script}", "{cfg}"]\n  runs = 1\n'
+          '  timeout = 60s\n  metric "tps" { regex = "tps: ([0-9.]+)" }\n}\n')
+    host = 'host "g" {\n  gpus = [0]\n  allow_busy_gpus = true\n}\n'
+    text = COMMON + host + wl + gpu_server("s", 3, life, track, 1) + experiment("e", "s")
+    _, result, state = apply_spec(tmp_path, text, env_root)
+    assert result.exit_code() == 0, failures(result)  # busy GPUs allowed: it goes on
+    (run,) = [r for r in state.runs if r.step == "benchmark.e"]
+    effective = dict(run.effective)
+    [start], [end] = json.loads(effective["gpus_start"]), json.loads(effective["gpus_end"])
+    assert start["index"] == end["index"] == 0 and start["name"] == "NVIDIA H200"
+    assert len(start["processes"]) == 2 and start["others"] == 1  # the foreign one and its own server's
+    assert start["throttle_mask"] != "0x40" and end["throttle_mask"] == "0x40"
+    assert end["others"] == 1 and 424242 in [p["pid"] for p in end["processes"]]
+    mine = [w for w in result.warnings if w.startswith("benchmark.e: GPU 0")]
+    assert len(mine) == 3, result.warnings
+    assert "GPU 0 had another process at the run's start (1 not of this run; pids on it: " in mine[0] and "424242" in mine[0]
+    assert "GPU 0 was throttled at the run's end (hw_thermal_slowdown)" in mine[1]
+    assert "GPU 0 had another process at the run's end" in mine[2]
+    # one nvidia-smi query (gpus and their processes) at the run's start and one at its end
+    calls = cfg.with_name("smi.json.calls").read_text().splitlines()
+    assert len([c for c in calls if c.startswith("--query-gpu")]) == 3, calls  # preflight, the run's start and end
+    (launch,) = [r for r in state.runs if r.step == "launch.s"]
+    facts = facts_of(state, run, launch, "g")
+    assert facts["gpu[0].throttle"] == "none" and facts["gpu[0].throttle_end"] == "hw_thermal_slowdown"
+    assert facts["gpu[0].processes"] == "1" and facts["gpu[0].processes_end"] == "1"
+    assert facts["gpu_count"] == "2" and facts["gpu_model"] == "NVIDIA H200"

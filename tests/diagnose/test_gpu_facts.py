@@ -55,7 +55,9 @@ def test_another_job_on_the_candidates_gpu_ranks_first(tmp_path, monkeypatch, ca
     assert main(["diff", "base", "cand", "g.spec", "--json"]) == 0
     diffs = json.loads(capsys.readouterr().out)["differences"]
     host = [(d["key"], d["baseline"], d["candidate"], d["tier"]) for d in diffs if d["category"] == "host"]
-    assert host == [("gpu[0].memory_used_mib", "0", "4096", 1), ("gpu[0].processes", "0", "1", 1)]
+    # the run's own snapshots: the other job was there at its start and still at its end
+    assert host == [("gpu[0].memory_used_mib", "0", "4096", 1), ("gpu[0].processes", "0", "1", 1),
+                    ("gpu[0].processes_end", "0", "1", 1)]
     assert [d["key"] for d in diffs[:2]] == ["gpu[0].memory_used_mib", "gpu[0].processes"]  # nothing ranks above them
     assert main(["diff", "base", "cand", "g.spec"]) == 0
     out = capsys.readouterr().out

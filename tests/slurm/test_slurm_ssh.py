@@ -99,7 +99,7 @@ experiment "f" {
 
 
 def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
-    folder, _ = setup(tmp_path)
+    folder, _ = setup(tmp_path, server_args=', "./no-such-script.py"')
     spec = folder / "m.spec"
     share = tmp_path / "login-share"
     text = through_login(spec.read_text(), fresh, share).replace('partition = "debug"', 'partition = "debgu"', 1)
@@ -110,6 +110,8 @@ def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
     # asked of the cluster through the login node, at the line that set it
     assert 'm.spec:4:' in text and 'slurm.partition: no partition "debgu" on this cluster' in text, text
     assert "did you mean `debug`?" in text
+    # a file the spec names by relative path must be here, to be copied to the login node
+    assert re.search(r"m\.spec:\d+:\d+: command of server s: \./no-such-script\.py is not on this machine", text), text
     # a login node that cannot be reached fails its own host's preflight
     assert "host far (specdsl-nohost): connecting: unknown host" in text, text
     assert "skipped because preflight.cluster failed" in text and "skipped because preflight.far failed" in text
@@ -156,3 +158,72 @@ def test_settings_that_do_not_go_with_slurm(tmp_path):
                          text=True, timeout=60, env=cli_env())
     assert out.returncode == 1
     assert "m.spec:4:3" in out.stderr and "`workdir` of a Slurm host is `slurm.workdir`" in out.stderr, out.stderr
+
+
+# -- the spec's files, copied to the login node --------------------------------------
+def test_the_specs_files_are_copied_once_per_content(login_host, tmp_path):
+    """A dataset, a model folder, a script and a folder of carried wheels
+    named by relative path arrive on the login node under
+    `files/<digest>/`, byte for byte; a second stage copies nothing, a
+    changed file is copied anew, and the job's values name the copies."""
+    from specdsl.apply import slurm_files
+    from specdsl.model import config
+
+    spec_dir = tmp_path / "spec"
+    (spec_dir / "data").mkdir(parents=True)
+    (spec_dir / "data" / "p.jsonl").write_text('{"prompt": "hi"}\n')
+    (spec_dir / "tiny").mkdir()
+    (spec_dir / "tiny" / "config.json").write_text("{}")
+    (spec_dir / "bench.py").write_text("print(1)\n")
+    (spec_dir / "wheels").mkdir()
+    (spec_dir / "wheels" / "a-1-py3-none-any.whl").write_bytes(b"PK")
+    (spec_dir / "same.jsonl").write_text('{"prompt": "hi"}\n')  # the content of data/p.jsonl, another name
+    server = config.Server("s", "transformers", "./tiny")
+    workload = config.Workload("w", dataset="jsonl:data/p.jsonl")
+    script = config.Workload("u", command=("python3", "bench.py", "--port", "{port}", "Qwen/Qwen3-8B"))
+    stack = config.Stack("st", find_links=("wheels",), packages=("torch==2.0",))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "q.jsonl").write_text('{"prompt": "abs"}\n')
+    absolute = config.Workload("a", dataset=f"{elsewhere / 'q.jsonl'}")  # a dataset is this machine's, absolute too
+    on_cluster = config.Server("c", "vllm", str(spec_dir / "tiny"))  # any other absolute path is the cluster's
+    same = config.Workload("s", dataset="sharegpt:same.jsonl")
+    values = [server, workload, script, stack, absolute, on_cluster, same]
+    files = [f for v in values for f in slurm_files.files_of(v, spec_dir)]
+    assert sorted(f.text for f in files) == sorted([str(elsewhere / "q.jsonl"), "./tiny", "bench.py", "data/p.jsonl",
+                                                    "wheels", "same.jsonl"])
+    assert slurm_files.missing(files) == []
+    root = tmp_path / "login-workdir" / "slurm"
+    first = slurm_files.stage(login_host, root, files)
+    assert len(first.copied) == 6 and first.kept == []
+    memo: dict = {}
+    s2, w2, u2, st2, a2, c2, same2 = (first.rewrite(v, spec_dir, memo) for v in values)
+    assert Path(same2.dataset.removeprefix("sharegpt:")).name == "same.jsonl"
+    assert Path(same2.dataset.removeprefix("sharegpt:")).read_text() == '{"prompt": "hi"}\n'
+    assert Path(a2.dataset).read_text() == '{"prompt": "abs"}\n' and a2.dataset.startswith(str(root / "files"))
+    assert c2 == on_cluster
+    remote = Path(w2.dataset.removeprefix("jsonl:"))
+    assert w2.dataset.startswith("jsonl:" + str(root / "files"))
+    assert remote.read_text() == '{"prompt": "hi"}\n' and remote.name == "p.jsonl"
+    assert (Path(s2.model) / "config.json").read_text() == "{}"
+    assert Path(u2.command[1]).read_text() == "print(1)\n" and u2.command[2:] == ("--port", "{port}", "Qwen/Qwen3-8B")
+    assert (Path(st2.find_links[0]) / "a-1-py3-none-any.whl").read_bytes() == b"PK" and st2.packages == ("torch==2.0",)
+    again = slurm_files.stage(login_host, root, files)
+    assert again.copied == [] and len(again.kept) == 6 and again.remote == first.remote
+    (spec_dir / "data" / "p.jsonl").write_text('{"prompt": "changed"}\n')
+    changed = slurm_files.stage(login_host, root, files)
+    [(f, _, path)] = changed.copied
+    assert f.text == "data/p.jsonl" and path != str(remote) and Path(path).read_text() == '{"prompt": "changed"}\n'
+    assert remote.read_text() == '{"prompt": "hi"}\n'  # the old content's copy is another folder
+
+
+def test_a_file_missing_here_is_a_located_problem(tmp_path):
+    from specdsl.apply import slurm_files
+    from specdsl.resolve.resolver import resolve_file
+
+    spec = tmp_path / "m.spec"
+    spec.write_text(spec_text(tmp_path, server_args=', "./no-such-script.py"'))
+    resolved = resolve_file(spec)
+    [exp] = resolved.config.experiments[:1]
+    [problem] = slurm_files.missing(slurm_files.files_of(exp, tmp_path))
+    assert re.match(r"\S*m\.spec:\d+:\d+: command of server s: \./no-such-script\.py is not on this machine", problem), problem

@@ -7,6 +7,8 @@ allocation, and the results come back over SSH into this state folder."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 
@@ -37,7 +39,14 @@ def test_one_cell_of_transformers_serve_through_the_login_node(fresh, login, tmp
     folder.mkdir()
     share = tmp_path / "login-share"  # the login node's folder the compute nodes share
     (share / "envs").mkdir(parents=True)
-    text = serve_matrix_spec(slurm=True).replace('"./tiny-llama"', f'"{TINY}"')
+    # the model folder and the dataset are named by relative path, here:
+    # they are copied to the login node (this machine shares nothing with it)
+    os.symlink(TINY, folder / "tiny-llama")
+    (folder / "data").mkdir()
+    prompts = "".join(json.dumps({"prompt": f"Tell me about the number {k}."}) + "\n" for k in range(4))
+    (folder / "data" / "prompts.jsonl").write_text(prompts)
+    text = serve_matrix_spec(slurm=True).replace('endpoint    = "completions"',
+                                                 'endpoint    = "completions"\n  dataset     = "jsonl:data/prompts.jsonl"')
     text = text.replace("matrix   = { mem = [0.02, 0.025, 0.03] }", "matrix   = { mem = [0.03] }")
     (folder / "m.spec").write_text(through_login(text, fresh, share))
     # the environment is built under the login node's shared folder (an
@@ -53,6 +62,15 @@ def test_one_cell_of_transformers_serve_through_the_login_node(fresh, login, tmp
     state = load_state(folder / ".specdsl")
     [run] = [r for r in state.runs if r.step.startswith("benchmark.") and r.status == "completed"]
     assert run.job == jobs[0] and run.metric("output_throughput") > 0
+    # the prompts the job read were the copy of this machine's file on the login node
+    digest = hashlib.sha256(prompts.encode()).hexdigest()
+    dataset = json.loads((folder / ".specdsl" / run.folder / "result.json").read_text())["settings"]["dataset"]
+    assert dataset["sha256"] == digest and dataset["kind"] == "jsonl", dataset
+    copy = share / "files" / f"{digest[:32]}-prompts.jsonl" / "prompts.jsonl"
+    assert dataset["path"] == str(copy) and copy.read_text() == prompts
+    assert "dataset of workload c4: data/prompts.jsonl (sha256 " in text and "copied: " in text
+    [model] = list((share / "files").glob("*-tiny-llama/tiny-llama"))
+    assert (model / "config.json").read_bytes() == (TINY / "config.json").read_bytes()
     assert not state.servers  # the server ended with its job
     [env] = state.environments
     assert env.path == str(share / "envs" / provision_identity(folder / "m.spec") / "venv")

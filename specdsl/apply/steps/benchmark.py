@@ -15,6 +15,7 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
+from specdsl.apply import gpus
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, planned_reuse
@@ -51,6 +52,7 @@ class Benchmark:
         prior = [] if walk.plan.rerun else prior_runs(ctx, exp.workload.runs)
         workload = attrs.evolve(exp.workload, runs=exp.workload.runs - len(prior)) if prior else exp.workload
         workload = attrs.evolve(workload, dataset=local_dataset(workload.dataset, walk.spec_dir))
+        start = gpus.snapshot(walk, host, exp.host, launch, gpus.server_pids(walk, host, exp.host, handle))
         try:
             if workload.command:
                 result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
@@ -65,6 +67,8 @@ class Benchmark:
         except bench.BenchError as exc:
             raise StepFailed(f"{exc} (server log: {handle.log_path})", str(folder)) from None
         run_warnings = result.warnings()  # the runs made now, e.g. "client-bound: ..." (specdsl.bench.monitor)
+        end = gpus.snapshot(walk, host, exp.host, launch, gpus.server_pids(walk, host, exp.host, handle))
+        gpu_facts, gpu_warnings = gpus.run_gpu_facts(ctx.addr, start, end)
         if prior:
             result = bench.BenchResult(runs=tuple(prior) + tuple(attrs.evolve(r, index=len(prior) + i) for i, r in enumerate(result.runs)),
                                        settings=result.settings)
@@ -78,9 +82,11 @@ class Benchmark:
             walk.result.warn(f"{exp.name} ({launch}): {w}")
         for w in run_warnings:
             walk.result.warn(f"{ctx.addr}: {w}")
+        for w in gpu_warnings:
+            walk.result.warn(w)
         metrics = medians(result)
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
-                                                 effective=effective), runs=len(result.runs))
+                                                 effective=effective | gpu_facts), runs=len(result.runs))
         ctx.writer.step_done(step, run)
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
         return completed(ctx, summary, str(folder))

@@ -48,6 +48,7 @@ class _Pairing:
     effective: dict = attrs.Factory(dict)  # arm -> effective config (last read)
     warnings: list = attrs.Factory(list)
     warned: set = attrs.Factory(set)  # (arm, warning) already said
+    gpu_facts: dict = attrs.Factory(dict)  # the GPU snapshots at the pair's start and end (apply.gpus)
 
     def complete_pairs(self) -> list:
         return [p for p in self.pairs if len(p["blocks"]) == 2]
@@ -56,8 +57,9 @@ class _Pairing:
         complete = self.complete_pairs()
         keep = {i for p in complete for b in p["blocks"] for i in b["runs"]}
         runs = [r for r in self.runs if r.index in keep]
-        return {"runs": [r.to_json() for r in runs], "pairs": complete, "arms": arms, "launches": self.launches,
-                "effective": secrets.redact_tree(self.effective)}
+        out = {"runs": [r.to_json() for r in runs], "pairs": complete, "arms": arms, "launches": self.launches,
+               "effective": secrets.redact_tree(self.effective)}
+        return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
 
 
 def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
@@ -154,6 +156,7 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
 
     names = {BASELINE: base.name, CANDIDATE: exp.name}
     budget = max_runs(workload)
+    start = gpus.snapshot(walk, host, step.payload["host"], ctx.addr)  # before either arm's server: all others
     try:
         n = first_pairs(workload)
         for i, letter in schedule(n):
@@ -172,7 +175,9 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
         raise
     stop_current()
     host.collect(there, folder)
-    for w in done.warnings:
+    end = gpus.snapshot(walk, host, step.payload["host"], ctx.addr)  # the arms' servers have ended
+    done.gpu_facts, gpu_warnings = gpus.run_gpu_facts(ctx.addr, start, end)
+    for w in done.warnings + gpu_warnings:
         walk.result.warn(w)
     return done.to_json(names), done.effective.get(CANDIDATE, {})
 
@@ -220,6 +225,7 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
     metrics = medians_of_runs([r for r in doc["runs"] if r["index"] in candidate])
     argv = next((tuple(x["argv"]) for x in reversed(launches) if x["arm"] == CANDIDATE), ())
     effective = effective | gpus.visible(ctx.walk, ctx.addr, ctx.step.payload["host"])  # the GPUs both arms ran on
+    effective = effective | doc.get("gpu_facts", {})  # the snapshots at the pair's start and end
     run = attrs.evolve(ctx.writer.run_record(ctx.step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
                                              effective=effective, argv=argv), runs=len(doc["pairs"]))
     ctx.writer.step_done(ctx.step, run)
