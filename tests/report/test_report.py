@@ -10,6 +10,7 @@ in its screenshot."""
 from __future__ import annotations
 
 import base64
+import html
 import io
 import os
 import re
@@ -226,7 +227,7 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     for check in ("faster", "ttft"):
         (vrun,) = [r for r in state.runs if r.step == f"check.cand.{check}"][-1:]
         detail = vrun.reason.split(": ", 1)[1]
-        assert detail.startswith("ratio ") and detail in page.replace("&gt;", ">").replace("&lt;", "<")
+        assert detail.startswith("ratio ") and detail in html.unescape(page)
         estimate, interval = re.match(r"ratio (\S+) (\S+ \S+)", detail).groups()
         row = re.search(rf"<tr class=\"pass\"><td>{check}</td>.*?</tr>", page).group(0)
         assert f">{estimate}<" in row and f">{interval}<" in row and ">PASS<" in row and "pairs<" in row
