@@ -163,9 +163,13 @@ def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus
     ports = {x["argv"][2] for x in doc["launches"]}
     arm_lives = [g for name, g, _, _ in spans if name.split("@")[1] in ports]
     assert arm_lives == [(int(pair_gpu),)] * 3
-    # the pair's GPU as it was before its first arm and after its last: idle
+    # the pair's GPU before its first arm (idle) and at its last run's end,
+    # beside the last arm's own server, which is not another job: the end is
+    # read before that server's teardown (on the H200 the driver still listed
+    # a torn-down server's process, which read as another job)
     start, end = (json.loads(dict(run.effective)[k]) for k in ("gpus_start", "gpus_end"))
     assert [g["index"] for g in start] == [g["index"] for g in end] == [int(pair_gpu)]
+    assert start[0]["processes"] == [] and len(end[0]["processes"]) == 1
     assert start[0]["others"] == end[0]["others"] == 0
     assert not [w for w in result.warnings if "GPU" in w], result.warnings
 

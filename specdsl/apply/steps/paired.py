@@ -173,9 +173,14 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
     except BaseException:
         _cleanup(stop_current, ctx)
         raise
+    # at the last run's end, beside the last arm's server (not counted: its
+    # own). After its teardown the driver can list it for a while yet, which
+    # read as another job on the H200 (docs/gpu-run.md).
+    decl = step.payload["host"]
+    last = state["handle"]
+    end = gpus.snapshot(walk, host, decl, ctx.addr, gpus.server_pids(walk, host, decl, last) if last else frozenset())
     stop_current()
     host.collect(there, folder)
-    end = gpus.snapshot(walk, host, step.payload["host"], ctx.addr)  # the arms' servers have ended
     done.gpu_facts, gpu_warnings = gpus.run_gpu_facts(ctx.addr, start, end)
     for w in done.warnings + gpu_warnings:
         walk.result.warn(w)
