@@ -31,7 +31,8 @@ from pathlib import Path
 
 from specdsl.cli.apply_view import ConsoleHooks, print_result
 from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
-from specdsl.cli.plan_commands import _state_error, add_common, build_plan
+from specdsl.cli.common import state_error
+from specdsl.cli.plan_commands import add_common, build_plan
 from specdsl.cli.recorded_servers import graph_hosts, launch_identities
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
@@ -81,7 +82,7 @@ def cmd_apply(args) -> int:
                 print(note, file=sys.stderr)
             return _apply_locked(args, loaded, state_dir, lock, saved)
     except StateError as exc:  # LockError included
-        return _state_error(exc)
+        return state_error(exc)
 
 
 def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:

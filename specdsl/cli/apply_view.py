@@ -97,7 +97,7 @@ def print_result(result, plan, stream=None, why=None) -> None:
                 explained.add(exp)
                 lines = why(exp)
                 if lines:
-                    console.print(f"      why, against its baseline (ranked):", markup=False)
+                    console.print("      why, against its baseline (ranked):", markup=False)
                 for line in lines:
                     console.print(f"        {line}", markup=False, soft_wrap=True)
     for w in result.warnings:

@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from specdsl.cli.common import EXIT_ERROR, error, load_spec
-from specdsl.cli.plan_commands import _state_error, add_common
+from specdsl.cli.common import state_error
+from specdsl.cli.plan_commands import add_common
 from specdsl.state import StateError, load_state, locked, state_dir_for
 
 # 0: the smallest reproducing set, decided by every experiment it rests on;
@@ -67,7 +68,7 @@ def cmd_bisect(args) -> int:
         state = load_state(state_dir)
         sides = sides_of(state, cfg, graph, args.experiment, spec=args.file)
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
     except DiagnoseError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -106,7 +107,7 @@ def cmd_bisect(args) -> int:
             result = bisect(cfg, cand, base, diffs, paired=paired, budget=args.max_experiments,
                             run=_runner(args, loaded, state_dir, lock))
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
     return _report(result, diffs, bound, experiments_asked(result.search))
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import attrs
 
 from specdsl.cli.common import EXIT_ERROR, error, load_spec
-from specdsl.cli.plan_commands import _state_error, add_common
+from specdsl.cli.common import state_error
+from specdsl.cli.plan_commands import add_common
 from specdsl.model import config
 from specdsl.state import StateError, load_state, locked, new_run_id, state_dir_for, utc_now
 
@@ -104,7 +105,7 @@ def cmd_calibrate(args) -> int:
 
             write_state(state_dir, state.with_run(record), lock=lock)
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
     print(f"Noise of {exp.name} ({len(pairs)} A/A pairs; sd of the per-pair log ratio):")
     head = "  metric                          sd      " + "  ".join(f"pairs for {e:.0%}" for e in EFFECTS)
     print(head + f"  MDE at {exp.workload.runs} pairs")

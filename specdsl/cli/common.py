@@ -113,3 +113,11 @@ def spec_digest(cfg: Config, variables: dict[str, str]) -> str:
 
 def error(message: str) -> None:
     print(f"specdsl: error: {message}", file=sys.stderr)
+
+
+def state_error(exc) -> int:
+    """Say a `specdsl.state.StateError` (it renders as `PATH: error:
+    Summary` and its hint) and return its exit status: 6 for a conflict
+    (another apply holds the lock, a stale plan), else 1."""
+    print(str(exc), file=sys.stderr)
+    return EXIT_CONFLICT if exc.conflict else EXIT_ERROR

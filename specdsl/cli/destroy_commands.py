@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import EXIT_ERROR, error
+from specdsl.cli.common import EXIT_ERROR, error, state_error
 from specdsl.cli.recorded_servers import spec_hosts
 
 EXIT_FAILED = 5
@@ -34,7 +34,6 @@ def add_parsers(sub) -> None:
 
 
 def _locate(args, words: list[str]) -> Path | int:
-    from specdsl.cli.plan_commands import _state_error
     from specdsl.state import StateError
     from specdsl.state import commands as state_commands
 
@@ -42,7 +41,7 @@ def _locate(args, words: list[str]) -> Path | int:
         return state_commands.locate_state(Path(args.file) if args.file else None,
                                            Path(args.state) if args.state else None, " ".join(["specdsl", *words]))
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
 
 
 def cmd_state_servers(args) -> int:
@@ -57,9 +56,7 @@ def cmd_state_servers(args) -> int:
     try:
         state = load_state(state_dir)
     except StateError as exc:
-        from specdsl.cli.plan_commands import _state_error
-
-        return _state_error(exc)
+        return state_error(exc)
     registry = HostRegistry()
     try:
         # every record counts as reused: listing stops nothing
@@ -75,7 +72,6 @@ def cmd_destroy(args) -> int:
     from specdsl.apply.orphans import DEAD, survey
     from specdsl.apply.state_writer import StateWriter
     from specdsl.apply.steps.launch import stop_recorded
-    from specdsl.cli.plan_commands import _state_error
     from specdsl.hosts import HostRegistry
     from specdsl.state import StateError, load_state, locked
 
@@ -122,6 +118,6 @@ def cmd_destroy(args) -> int:
                 return EXIT_FAILED
             return EXIT_FAILED if problems else 0
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
     finally:
         registry.close()

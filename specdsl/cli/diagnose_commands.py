@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 from specdsl.cli.common import EXIT_ERROR, error, load_spec
-from specdsl.cli.plan_commands import _state_error, add_common
+from specdsl.cli.common import state_error
+from specdsl.cli.plan_commands import add_common
 from specdsl.state import StateError, load_state, state_dir_for
 
 SHORT = 3  # differences under a FAIL
@@ -73,7 +74,7 @@ def cmd_diagnose(args) -> int:
         diagnosis = compare(state, sides.baseline_run, sides.candidate_run, state_dir=state_dir, baseline=sides.baseline,
                             candidate=sides.candidate, labels=sides.labels)
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
     except DiagnoseError as exc:
         error(str(exc))
         return EXIT_ERROR
@@ -94,7 +95,7 @@ def cmd_diff(args) -> int:
         diagnosis = compare(state, run_a, run_b, state_dir=state_dir, baseline=exp_a, candidate=exp_b,
                             labels=(args.a, args.b), arms=(arm_a, arm_b))
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
     except DiagnoseError as exc:
         error(str(exc))
         return EXIT_ERROR

@@ -7,7 +7,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec
+from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec, state_error
 from specdsl.cli.lang_commands import add_var_args
 from specdsl.graph.build import build_graph
 from specdsl.names import natural_key, natural_sorted
@@ -161,7 +161,7 @@ def _spec_plan(args):
     try:
         _, state = read_state(args)
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
     graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
     return EXIT_ERROR if plan is None else (graph, plan, state)
 
@@ -236,12 +236,6 @@ def _render_stale(stale, holder=None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _state_error(exc: StateError) -> int:
-    # StateError renders as `PATH: error: Summary` + hint already
-    print(str(exc), file=sys.stderr)
-    return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
-
-
 def cmd_show(args) -> int:
     try:
         plan = read_plan(Path(args.planfile))
@@ -286,7 +280,7 @@ def _located(args, *words: str, need_state: bool = True) -> Path | int:
         return state_commands.locate_state(Path(args.file) if args.file else None, Path(args.state) if args.state else None,
                                            usage, need_state=need_state)
     except StateError as exc:
-        return _state_error(exc)
+        return state_error(exc)
 
 
 def _pointing(args) -> list[str]:
