@@ -23,11 +23,15 @@ on the cluster, as for an SSH host, and left as written: a shared
 
 A file of a relative path that is missing here is a located problem of the
 host's preflight: nothing is submitted.
+
+Finding the files and hashing them is pure and `plan`'s too
+(`specdsl.plan.files`, which shows them); here is what acts on the login
+node: which copies are there (`present`), the copy (`stage`), and the
+values rewritten to name the copies (`Staged.rewrite`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import tempfile
 import uuid
@@ -38,108 +42,10 @@ import attrs
 from specdsl.hosts.base import HostError
 from specdsl.hosts.slurm import SlurmError, SshRunner
 from specdsl.model import config
+from specdsl.plan.files import (DIST, FILES, LocalFile, content_digest, copy_folder, dataset_text, files_of, missing,
+                                relative)
 
-FILES = "files"
-_DATASET_PREFIXES = ("jsonl:", "sharegpt:")
-_DIST = (".whl", ".tar.gz", ".zip")
-
-
-@attrs.frozen
-class LocalFile:
-    """A file or folder of this machine a job names: `text` as the spec
-    wrote it, `path` where it is here, `what` the setting that named it."""
-
-    text: str
-    path: Path
-    what: str
-    span: object = None
-
-
-def content_digest(path: Path) -> str:
-    """SHA-256 of a file's bytes, or of a folder's files (relative names,
-    kinds and contents, in sorted order; links followed)."""
-    h = hashlib.sha256()
-    if path.is_file():
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
-    for folder, dirs, files in sorted(os.walk(path, followlinks=True)):
-        dirs.sort()
-        for name in sorted(files):
-            file = Path(folder) / name
-            h.update(b"f\0" + str(file.relative_to(path)).encode() + b"\0")
-            h.update(content_digest(file).encode())
-        for name in dirs:
-            h.update(b"d\0" + str((Path(folder) / name).relative_to(path)).encode() + b"\0")
-    return h.hexdigest()
-
-
-def _relative(text: str) -> bool:
-    return bool(text) and not text.startswith(("/", "~")) and "://" not in text and "{" not in text
-
-
-def _candidate(text: str, spec_dir: Path, *, explicit: bool) -> Path | None:
-    """The file here a relative `text` names: when it is written as a path
-    (`./x`, `../x`, or `explicit`: the setting is a path) or exists under
-    the spec's folder (`bench.py`: else it is a name, a model id, a flag)."""
-    if not _relative(text) or text in (".", ".."):
-        return None
-    path = Path(spec_dir) / text
-    if explicit or text.startswith(("./", "../")) or path.exists():
-        return path
-    return None
-
-
-def dataset_text(dataset: str) -> tuple[str, str] | None:
-    """(prefix, path) of a dataset naming a file, else None."""
-    for prefix in _DATASET_PREFIXES:
-        if dataset.startswith(prefix):
-            return prefix, dataset[len(prefix):]
-    if dataset.endswith((".jsonl", ".json")):
-        return "", dataset
-    return None
-
-
-def _argv_files(argv, spec_dir: Path, what: str, span) -> list[LocalFile]:
-    out = []
-    for word in argv:
-        path = _candidate(word, spec_dir, explicit=False)
-        if path is not None:
-            out.append(LocalFile(word, path, what, span))
-    return out
-
-
-def files_of(value, spec_dir: Path) -> list[LocalFile]:
-    """The local files a payload value (an experiment, server, workload or
-    stack) names by relative path."""
-    spec_dir = Path(spec_dir)
-    out: list[LocalFile] = []
-    if isinstance(value, config.Experiment):
-        for part in (value.stack, value.server, value.workload):
-            out += files_of(part, spec_dir)
-    elif isinstance(value, config.Server):
-        if not value.command or "{model}" in " ".join(value.command):
-            path = _candidate(value.model, spec_dir, explicit=False)
-            if path is not None:
-                out.append(LocalFile(value.model, path, f"model of server {value.name}", value.span))
-        out += _argv_files(value.command, spec_dir, f"command of server {value.name}", value.span)
-    elif isinstance(value, config.Workload):
-        found = dataset_text(value.dataset) if not value.command else None
-        if found is not None:
-            path = Path(found[1]) if Path(found[1]).is_absolute() else _candidate(found[1], spec_dir, explicit=True)
-            if path is not None:
-                out.append(LocalFile(found[1], path, f"dataset of workload {value.name}", value.span))
-        out += _argv_files(value.command, spec_dir, f"command of workload {value.name}", value.span)
-    elif isinstance(value, config.Stack):
-        for link in value.find_links:
-            path = _candidate(link, spec_dir, explicit=True)
-            if path is not None:
-                out.append(LocalFile(link, path, f"find_links of stack {value.name}", value.span))
-        for package in value.packages:
-            if package.endswith(_DIST) and (path := _candidate(package, spec_dir, explicit=True)) is not None:
-                out.append(LocalFile(package, path, f"packages of stack {value.name}", value.span))
-    return out
+__all__ = ["FILES", "LocalFile", "Staged", "content_digest", "dataset_text", "files_of", "missing", "present", "stage"]
 
 
 @attrs.define
@@ -164,7 +70,7 @@ class Staged:
     def _path(self, text: str, spec_dir: Path, absolute: bool = False) -> str:
         if absolute and Path(text).is_absolute():
             return self.remote.get(str(Path(text).resolve()), text)
-        if not _relative(text) or text in (".", ".."):
+        if not relative(text) or text in (".", ".."):
             return text
         return self.remote.get(str((spec_dir / text).resolve()), text)
 
@@ -182,20 +88,9 @@ class Staged:
             return attrs.evolve(value, dataset=dataset, command=tuple(self._path(w, spec_dir) for w in value.command))
         if isinstance(value, config.Stack):
             return attrs.evolve(value, find_links=tuple(self._path(t, spec_dir) for t in value.find_links),
-                                packages=tuple(self._path(t, spec_dir) if t.endswith(_DIST) else t
+                                packages=tuple(self._path(t, spec_dir) if t.endswith(DIST) else t
                                                for t in value.packages))
         return value
-
-
-def missing(files: list[LocalFile]) -> list[str]:
-    """One located problem per file that is not on this machine."""
-    out = []
-    for f in sorted(set(files), key=lambda f: (str(f.path), f.what)):
-        if not f.path.exists():
-            where = f"{f.span}: " if f.span is not None else ""
-            out.append(f"{where}{f.what}: {f.text} is not on this machine ({f.path}): a host reached through a login "
-                       f"node gets a copy of each file the spec names by relative path, so it must exist here")
-    return out
 
 
 def present(host, folders: list[Path]) -> set[str]:
@@ -226,7 +121,7 @@ def stage(host, root: Path, files: list[LocalFile]) -> Staged:
         if str(local) not in todo:
             todo[str(local)] = (f, content_digest(local), local)
     # one folder per content and name (two names of one content are two files)
-    names = {key: f"{digest[:32]}-{local.name}" for key, (_, digest, local) in todo.items()}
+    names = {key: copy_folder(digest, local) for key, (_, digest, local) in todo.items()}
     top = Path(root) / FILES
     there = present(host, sorted({top / n for n in names.values()}))
     new = {}

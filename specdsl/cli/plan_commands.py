@@ -12,10 +12,11 @@ from specdsl.cli.lang_commands import add_var_args
 from specdsl.graph.build import build_graph
 from specdsl.names import natural_key, natural_sorted
 from specdsl.plan.diff import make_plan
+from specdsl.plan.files import job_files, missing_detail, missing_files, planned_copies, render_copies
 from specdsl.plan.model import Refresh
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
 from specdsl.plan.render import render_json, render_text
-from specdsl.plan.slurm import render_jobs
+from specdsl.plan.slurm import render_jobs, slurm_jobs
 from specdsl.state import LockError, StateError, load_state, state_dir_for
 from specdsl.state import commands as state_commands
 
@@ -122,6 +123,39 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
     return graph, plan
 
 
+def login_node_copies(graph, plan, spec_dir: Path) -> list | None:
+    """The files the plan's jobs on login-node hosts (`ssh` with `slurm`)
+    will have copied to the login node (`plan.files.planned_copies`), or
+    None when one is not on this machine: an error at the block that names
+    it (reported), as apply's preflight finds it."""
+    jobs = [j for j in slurm_jobs(graph, plan) if getattr(j.host, "ssh", None)]
+    if not jobs:
+        return []
+    files = [f for name in sorted({j.host.name for j in jobs}) for f in job_files(graph, jobs, name, spec_dir)]
+    gone = missing_files(files)
+    if gone:
+        from specdsl.cli.views import print_diags
+        from specdsl.diag import Diagnostic
+
+        _print_located(print_diags, [
+            Diagnostic.error(f"{f.what[0].upper()}{f.what[1:]}: a file to copy to the login node is missing", f.span,
+                             missing_detail(f) + " (nothing was started)") for f in gone])
+        return None
+    return planned_copies(graph, jobs, spec_dir)
+
+
+def _print_located(print_diags, diags) -> None:
+    """`diags` with their spec lines."""
+    sources = {}
+    for d in diags:
+        if d.span is not None and d.span.file not in sources:
+            try:
+                sources[d.span.file] = Path(d.span.file).read_text()
+            except OSError:
+                pass
+    print_diags(diags, sources)
+
+
 def dataset_errors(graph, plan, spec_dir: Path) -> bool:
     """Each dataset file a benchmark to run cannot use is an error at its
     workload block, before any server starts; True when there is none."""
@@ -171,6 +205,9 @@ def cmd_plan(args) -> int:
     if isinstance(made, int):
         return made
     graph, plan, state = made
+    copies = login_node_copies(graph, plan, Path(args.file).resolve().parent)
+    if copies is None:
+        return EXIT_ERROR
     stale = _stale_servers(graph, state, refresh=not args.no_refresh)
     # the plan file first: when it cannot be written, the run is an error
     # and prints no plan that looks saved
@@ -186,9 +223,11 @@ def cmd_plan(args) -> int:
     if args.json:
         doc = json.loads(render_json(plan))
         doc["stale_servers"] = [s.as_json() for s in stale]
+        if copies:  # only for a plan with a host reached through a login node
+            doc["login_node_files"] = [c.as_json() for c in copies]
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + _render_stale(stale, _holder(args) if stale else None))
+        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + render_copies(copies) + _render_stale(stale, _holder(args) if stale else None))
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
