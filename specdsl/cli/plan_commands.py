@@ -144,6 +144,37 @@ def login_node_copies(graph, plan, spec_dir: Path) -> list | None:
     return planned_copies(graph, jobs, spec_dir)
 
 
+def ask_login_nodes(graph, plan, copies: list) -> tuple[list, dict]:
+    """`copies` with what each login node says: "already there" or "will
+    copy", asked in the one command apply's stage asks
+    (`slurm_files.present`); a login node that cannot be reached leaves its
+    copies "copied unless already there", with why (host -> why)."""
+    import attrs
+
+    from specdsl.apply.slurm_files import present
+    from specdsl.hosts import HostError, HostRegistry
+    from specdsl.plan.files import COPY, THERE
+
+    decls = {j.host.name: j.host for j in slurm_jobs(graph, plan)}
+    out, notes = [], {}
+    registry = HostRegistry()
+    try:
+        for name in sorted({c.host for c in copies}):
+            mine = [c for c in copies if c.host == name]
+            # the login shell starts in the home folder: a workdir under ~ is asked relative to it
+            root = Path(mine[0].workdir.removeprefix("~/"))
+            try:
+                there = present(registry.get(decls[name]), sorted({root / c.folder for c in mine}))
+            except (HostError, OSError) as exc:
+                notes[name] = f"the login node was not reached: {str(exc).strip()[-200:]}"
+                out += mine
+                continue
+            out += [attrs.evolve(c, status=THERE if str(root / c.folder) in there else COPY) for c in mine]
+    finally:
+        registry.close()
+    return out, notes
+
+
 def _print_located(print_diags, diags) -> None:
     """`diags` with their spec lines."""
     sources = {}
@@ -208,6 +239,9 @@ def cmd_plan(args) -> int:
     copies = login_node_copies(graph, plan, Path(args.file).resolve().parent)
     if copies is None:
         return EXIT_ERROR
+    notes: dict = {}
+    if copies and not args.no_refresh:
+        copies, notes = ask_login_nodes(graph, plan, copies)
     stale = _stale_servers(graph, state, refresh=not args.no_refresh)
     # the plan file first: when it cannot be written, the run is an error
     # and prints no plan that looks saved
@@ -227,7 +261,7 @@ def cmd_plan(args) -> int:
             doc["login_node_files"] = [c.as_json() for c in copies]
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + render_copies(copies) + _render_stale(stale, _holder(args) if stale else None))
+        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + render_copies(copies, notes) + _render_stale(stale, _holder(args) if stale else None))
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:

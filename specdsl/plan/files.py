@@ -174,6 +174,11 @@ def missing(files: list[LocalFile]) -> list[str]:
     return out
 
 
+UNASKED = "copied unless already there"
+COPY = "will copy"
+THERE = "already there"
+
+
 @attrs.frozen
 class PlannedCopy:
     """One file a login-node host's jobs name, as plan shows it: `copy` the
@@ -186,11 +191,17 @@ class PlannedCopy:
     size: int
     digest: str
     copy: str
+    status: str = UNASKED  # or COPY, THERE: what the login node said (`specdsl plan` asks it unless --no-refresh)
+
+    @property
+    def folder(self) -> str:
+        """The copy's folder, relative to `workdir` (what `slurm_files.present` looks for)."""
+        return self.copy.rsplit("/", 1)[0]
 
     def as_json(self) -> dict:
         return {"host": self.host, "ssh": self.ssh, "path": self.file.text, "setting": self.file.what,
                 "bytes": self.size, "sha256": self.digest, "copy": f"{self.workdir}/{self.copy}",
-                "status": "copied unless already there"}
+                "status": self.status}
 
 
 def slurm_workdir(host) -> str:
@@ -227,16 +238,26 @@ def size_text(n: int) -> str:
     return f"{n} B"
 
 
-def render_copies(copies: list[PlannedCopy]) -> str:
-    """The plan's section of copies to login nodes; "" when none."""
+def render_copies(copies: list[PlannedCopy], notes: dict | None = None) -> str:
+    """The plan's section of copies to login nodes; "" when none. `notes`:
+    host -> why its login node was not asked."""
     if not copies:
         return ""
     lines = []
     for host in sorted({c.host for c in copies}):
         mine = [c for c in copies if c.host == host]
         first = mine[0]
-        lines += ["", f"Files copied to the login node {first.ssh} of host {host} (unless already there: plan does "
-                      f"not ask the login node), under {first.workdir}/{FILES}/:"]
+        if any(c.status == UNASKED for c in mine):
+            why = (notes or {}).get(host) or "plan does not ask the login node with --no-refresh"
+            lines += ["", f"Files copied to the login node {first.ssh} of host {host} unless already there ({why}), "
+                          f"under {first.workdir}/{FILES}/:"]
+        else:
+            n = sum(c.status == COPY for c in mine)
+            lines += ["", f"Files copied to the login node {first.ssh} of host {host}: {n} to copy, "
+                          f"{len(mine) - n} already there, under {first.workdir}/{FILES}/:"]
         for c in mine:
-            lines.append(f"  + {c.file.text} ({c.file.what}): {size_text(c.size)}, sha256 {c.digest[:12]} -> {c.copy}")
+            mark = {COPY: "+", THERE: "="}.get(c.status, "+")
+            tail = f" ({c.status})" if c.status != UNASKED else ""
+            lines.append(f"  {mark} {c.file.text} ({c.file.what}): {size_text(c.size)}, sha256 {c.digest[:12]} -> "
+                         f"{c.copy}{tail}")
     return "\n".join(lines) + "\n"

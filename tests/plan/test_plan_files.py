@@ -71,8 +71,8 @@ def test_plan_lists_each_file_once_with_its_size_digest_and_copy(folder, capsys)
     assert main(["plan", "--no-refresh", str(folder / "m.spec")]) == 0
     text = capsys.readouterr().out
     digest = hashlib.sha256(b'{"prompt": "hi"}\n').hexdigest()
-    assert ("Files copied to the login node me@login of host cluster (unless already there: plan does not ask the "
-            "login node), under /shared/me/specdsl/files/:") in text
+    assert ("Files copied to the login node me@login of host cluster unless already there (plan does not ask the "
+            "login node with --no-refresh), under /shared/me/specdsl/files/:") in text
     assert (f"  + data/p.jsonl (dataset of workload w): 17 B, sha256 {digest[:12]} -> "
             f"files/{digest[:32]}-p.jsonl/p.jsonl") in text
     assert "  + ./bench.py (command of server s): 9 B" in text and "  + wheels (find_links of stack sys): 4 B" in text
@@ -124,3 +124,16 @@ def test_no_section_without_a_login_node(folder, capsys):
     assert main(["plan", "--no-refresh", str(folder / "m.spec")]) == 0
     assert "Files copied" not in capsys.readouterr().out
     assert "login_node_files" not in plan_json(folder, capsys)
+
+
+def test_a_login_node_not_reached_leaves_the_copies_unasked(folder, tmp_path, monkeypatch, capsys):
+    """Refreshing, plan asks the login node; one that refuses the connection
+    is named, and its copies stay "copied unless already there"."""
+    config = tmp_path / "ssh_config"
+    config.write_text("Host login\n  HostName 127.0.0.1\n  Port 1\n  ConnectTimeout 5\n")
+    monkeypatch.setenv("SPECDSL_SSH_CONFIG", str(config))
+    assert main(["plan", str(folder / "m.spec")]) == 0
+    text = capsys.readouterr().out
+    assert ("Files copied to the login node me@login of host cluster unless already there "
+            "(the login node was not reached: ") in text
+    assert "(will copy)" not in text and "(already there)" not in text

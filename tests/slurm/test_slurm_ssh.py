@@ -227,3 +227,51 @@ def test_a_file_missing_here_is_a_located_problem(tmp_path):
     [exp] = resolved.config.experiments[:1]
     [problem] = slurm_files.missing(slurm_files.files_of(exp, tmp_path))
     assert re.match(r"\S*m\.spec:\d+:\d+: command of server s: \./no-such-script\.py is not on this machine", problem), problem
+
+
+def test_plan_asks_the_login_node_which_copies_are_there(login, tmp_path, monkeypatch, capsys):
+    """`plan` (refreshing) asks the login node, in stage's one command, which
+    of the spec's files it has: a file staged before is "already there", a
+    new one "will copy"; with --no-refresh it asks nothing."""
+    from specdsl.apply import slurm_files
+    from specdsl.cli.main import main
+    from specdsl.cli.plan_commands import ask_login_nodes, login_node_copies
+    from specdsl.plan.files import copy_folder, render_copies
+
+    root = tmp_path / "login-workdir" / "slurm"
+    (tmp_path / "p.jsonl").write_text('{"prompt": "hi"}\n')
+    (tmp_path / "bench.py").write_text("print(1)\n")
+    (tmp_path / "m.spec").write_text(
+        f'host "cluster" {{\n  ssh = "{LOGIN}"\n  slurm = {{ workdir = "{root}" }}\n}}\n'
+        'stack "sys" {\n  python = "system"\n}\n'
+        'server "s" {\n  engine = "command"\n  model = "m"\n  command = ["python3", "./bench.py", "{port}"]\n}\n'
+        'workload "w" {\n  dataset = "jsonl:p.jsonl"\n  requests = 2\n}\n'
+        'experiment "e" {\n  host = host.cluster\n  stack = stack.sys\n  server = server.s\n  workload = workload.w\n}\n')
+    # an earlier apply's copy of p.jsonl, put where stage puts it (the loopback login node shares this
+    # filesystem; stage itself is test_the_specs_files_are_copied_once_per_content's, and costs a second)
+    digest = slurm_files.content_digest(tmp_path / "p.jsonl")
+    (root / "files" / copy_folder(digest, tmp_path / "p.jsonl")).mkdir(parents=True)
+    shutil.copy(tmp_path / "p.jsonl", root / "files" / copy_folder(digest, tmp_path / "p.jsonl") / "p.jsonl")
+    monkeypatch.setenv("SPECDSL_SSH_CONFIG", str(login.config))
+    graph, plan = planned_here(tmp_path / "m.spec")
+    copies, notes = ask_login_nodes(graph, plan, login_node_copies(graph, plan, tmp_path))
+    rows = {c.file.text: c.as_json() for c in copies}
+    assert notes == {} and rows["p.jsonl"]["status"] == "already there" and rows["./bench.py"]["status"] == "will copy"
+    assert Path(rows["p.jsonl"]["copy"]).read_text() == '{"prompt": "hi"}\n'
+    text = render_copies(copies, notes)
+    assert f"Files copied to the login node {LOGIN} of host cluster: 1 to copy, 1 already there" in text
+    assert "\n  = p.jsonl (dataset of workload w): 17 B" in text and "\n  + ./bench.py (command of server s)" in text
+    assert text.count("(will copy)") == 1 and text.count("(already there)") == 1
+    assert main(["plan", "--no-refresh", str(tmp_path / "m.spec"), "--json"]) == 0  # asks nothing
+    assert {r["status"] for r in json.loads(capsys.readouterr().out)["login_node_files"]} == {"copied unless already there"}
+
+
+def planned_here(spec: Path):
+    from specdsl.graph.build import build_graph
+    from specdsl.plan.diff import make_plan
+    from specdsl.plan.model import Refresh
+
+    resolved = resolve_file(spec)
+    assert resolved.ok, [d.summary for d in resolved.diags]
+    graph = build_graph(resolved.config, spec_dir=spec.parent)
+    return graph, make_plan(graph, None, Refresh(), spec=str(spec), spec_digest="d")
