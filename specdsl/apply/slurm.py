@@ -46,6 +46,7 @@ from specdsl.apply.slurm_preflight import check_python
 from specdsl.apply.slurm_site import LocalSite, SshSite
 from specdsl.hosts.base import HostError
 from specdsl.hosts.slurm import JobInfo, SlurmClient, SlurmError
+from specdsl.plan.files import job_files
 from specdsl.plan.model import Action
 from specdsl.plan.slurm import SlurmJob, on_slurm, resources, slurm_jobs
 from specdsl.state import load_state, new_run_id, utc_now
@@ -224,14 +225,9 @@ class SlurmRun:
         return problems
 
     def _files(self, host) -> list:
-        """The files of this machine that host `host`'s jobs name (`slurm_files`)."""
-        files = []
-        for job in self.jobs:
-            if job.host.name == host.name:
-                for addr in job.steps:
-                    for value in self.graph.steps[addr].payload.values():
-                        files += slurm_files.files_of(value, Path(self.walk.spec_dir))
-        return files
+        """The files of this machine that host `host`'s jobs name, as plan
+        lists them (`plan.files.job_files`)."""
+        return job_files(self.graph, self.jobs, host.name, Path(self.walk.spec_dir))
 
     def _stage(self, host, site, files: list) -> list[str]:
         """Copy `files` to the login node; the problems (a copy that failed)."""
