@@ -206,14 +206,7 @@ def dataset_errors(graph, plan, spec_dir: Path) -> bool:
             diags.append(Diagnostic.error(f"Workload `{workload.name}`: its dataset cannot be used", workload.span,
                                           f"{why}; fix the file or `dataset` (nothing was started)"))
     if diags:
-        sources = {}
-        for d in diags:
-            if d.span is not None and d.span.file not in sources:
-                try:
-                    sources[d.span.file] = Path(d.span.file).read_text()
-                except OSError:
-                    pass
-        print_diags(diags, sources)
+        _print_located(print_diags, diags)
     return not diags
 
 
