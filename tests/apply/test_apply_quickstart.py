@@ -43,6 +43,8 @@ def test_quickstart_applies_checks_and_promotes(quickstart):
     serial = next(r for r in state.runs if r.step == "benchmark.serial" and r.status == "completed")
     assert promoted.metric("output_throughput") >= 1.2 * serial.metric("output_throughput")
     assert dict(promoted.effective)["continuous_batching"] is True
+    # the server without the flag really ran without continuous batching (its own log says so)
+    assert dict(serial.effective)["continuous_batching"] is False
     assert set(state.promotions[-1].checks) == {"batching on", "faster"}
     lock = tomllib.loads((folder / "stacks" / "quickstart.lock.toml").read_text())
     assert lock["resolved"]["packages"]["transformers"] == "5.19.0"

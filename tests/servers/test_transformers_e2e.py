@@ -37,6 +37,9 @@ def cb_server(transformers_env, tiny_model, hf_home, tmp_path_factory):
         yield server, handle
     finally:
         teardown(handle, HOST)
+    # teardown leaves nothing: no process of its group, no answer
+    assert LocalHost().group_pids(handle.pgid) == []
+    assert not answers(handle, HOST)
 
 
 def complete(handle, prompt="Hello", max_tokens=8):
@@ -103,19 +106,6 @@ def test_ignore_eos_forced_on_transformers_is_reported_as_422(cb_server, tiny_mo
                  ignore_eos=True)
     with pytest.raises(BenchError, match=r"http 422.*x2"):
         run_benchmark(w, url, str(tiny_model), tmp_path, quirks=adapter_for("command").quirks)
-
-
-def test_serial_server_reports_no_cb_and_teardown_leaves_nothing(transformers_env, tiny_model, hf_home, tmp_path):
-    server = tf_server(tiny_model, hf_home)
-    handle = launch(server, transformers_env, tmp_path, host=HOST)
-    try:
-        complete(handle)
-        config, _ = effective_config(server, handle, HOST)
-        assert config["continuous_batching"] is False
-    finally:
-        teardown(handle, HOST)
-    assert LocalHost().group_pids(handle.pgid) == []
-    assert not answers(handle, HOST)
 
 
 def test_bad_model_path_exits_during_startup(transformers_env, hf_home, tmp_path):
