@@ -1,13 +1,18 @@
 """Apply, for real, with SGLang doubles that replay the startup lines of
 releases 0.5.6 and 0.5.9 (installed as wheels named sglang into real uv
-environments, started as SGLang is): each release's log is read with its
-own patterns, the log's resolved values stand, each warning names its
-experiment and launch once, and the FAIL of the upgrade says why: the
-attention backend the server chose itself, first."""
+environments, started as SGLang is), beside torch and flashinfer doubles of
+the story's two stacks (cu128: torch 2.8.0, CUDA 12.8, NCCL 2.26.2;
+cu130: torch 2.9.1, CUDA 13.0, NCCL 2.27.7) and their environment
+variables: each release's log is read with its own patterns, the log's
+resolved values stand, each warning names its experiment and launch once,
+the FAIL of the upgrade says why (the attention backend the server chose
+itself, first), and `specdsl diagnose` reads as the story does, in the
+story's size."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import zipfile
 from pathlib import Path
@@ -22,15 +27,31 @@ PROBE = str(HERE.parent / "apply" / "walk_probe.py")
 
 
 def _sglang_wheel(folder: Path, version: str) -> None:
-    dist = f"sglang-{version}.dist-info"
-    files = {
+    _wheel(folder, "sglang", version, {
         "sglang/__init__.py": f"VERSION = {version!r}\n",
         "sglang/launch_server.py": (HERE / "sglang_double.py").read_text(),
-        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: sglang\nVersion: {version}\n",
+    })
+
+
+def _torch_wheel(folder: Path, version: str, cuda: str, nccl: tuple[int, ...]) -> None:
+    """A torch double: what specdsl's environment probe reads (version, CUDA, NCCL)."""
+    _wheel(folder, "torch", version, {
+        "torch/__init__.py": f"__version__ = {version!r}\nfrom torch import cuda, version\n",
+        "torch/version.py": f"cuda = {cuda!r}\n",
+        "torch/cuda/__init__.py": "from torch.cuda import nccl\n",
+        "torch/cuda/nccl.py": f"def version():\n    return {nccl!r}\n",
+    })
+
+
+def _wheel(folder: Path, name: str, version: str, files: dict[str, str]) -> None:
+    dist = f"{name.replace('-', '_')}-{version}.dist-info"
+    files = {
+        **files,
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
         f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     files[f"{dist}/RECORD"] = "".join(f"{p},,\n" for p in files) + f"{dist}/RECORD,,\n"
-    with zipfile.ZipFile(folder / f"sglang-{version}-py3-none-any.whl", "w") as z:
+    with zipfile.ZipFile(folder / f"{name.replace('-', '_')}-{version}-py3-none-any.whl", "w") as z:
         for path, text in files.items():
             z.writestr(path, text)
 
@@ -43,6 +64,10 @@ def story(tmp_path, monkeypatch, tmp_path_factory):
     wheels.mkdir()
     for version in ("0.5.6", "0.5.9"):
         _sglang_wheel(wheels, version)
+    _torch_wheel(wheels, "2.8.0+cu128", "12.8", (2, 26, 2))
+    _torch_wheel(wheels, "2.9.1+cu130", "13.0", (2, 27, 7))
+    for version in ("0.5.3", "0.6.4"):
+        _wheel(wheels, "flashinfer-python", version, {"flashinfer/__init__.py": f"__version__ = {version!r}\n"})
     probe = ", ".join(json.dumps(a) for a in [sys.executable, PROBE, "{base_url}"])
     links = json.dumps(str(wheels))
     (tmp_path / "story.spec").write_text(f'''
@@ -50,12 +75,14 @@ host "a" {{}}
 stack "cu128" {{
   python     = "system"
   find_links = [{links}]
-  packages   = ["sglang==0.5.6"]
+  packages   = ["sglang==0.5.6", "torch==2.8.0+cu128", "flashinfer-python==0.5.3"]
+  env        = {{ CUDA_HOME = "/usr/local/cuda-12.8" }}
 }}
 stack "cu130" {{
   python     = "system"
   find_links = [{links}]
-  packages   = ["sglang==0.5.9"]
+  packages   = ["sglang==0.5.9", "torch==2.9.1+cu130", "flashinfer-python==0.6.4"]
+  env        = {{ CUDA_HOME = "/usr/local/cuda-13.0", TRITON_PTXAS_PATH = "/usr/local/cuda-13.0/bin/ptxas" }}
 }}
 server "kimi" {{
   engine        = "sglang"
@@ -64,8 +91,8 @@ server "kimi" {{
 }}
 workload "decode" {{
   command = [{probe}]
-  runs     = 2
-  max_runs = 2
+  runs     = 3
+  max_runs = 3
   timeout  = 60s
   metric "tps" {{ regex = "tps: ([0-9.]+)" }}
 }}
@@ -82,6 +109,7 @@ experiment "upgrade" {{
   workload = workload.decode
   baseline = experiment.baseline
   assert "not slower" {{ tps >= baseline.tps * 0.97 }}
+  assert "within 15%" {{ tps >= baseline.tps * 0.85 }}
 }}
 ''')
     return tmp_path
@@ -110,7 +138,49 @@ def test_upgrade_fails_and_says_the_server_chose_triton(story, capsys):
     assert old["architecture"] == "LlamaForCausalLM"  # 0.5.6's weight-loading line, without elapsed=
 
     assert main(["diagnose", "upgrade", "story.spec", "--json"]) == 0
-    diffs = json.loads(capsys.readouterr().out)["differences"]
+    doc = json.loads(capsys.readouterr().out)
+    diffs = doc["differences"]
     assert diffs[0]["key"] == "attention_backend" and diffs[0]["silent_default"]
     assert ("stack", "resolved.sglang", "0.5.6", "0.5.9") in {(d["category"], d["key"], d["baseline"], d["candidate"]) for d in diffs}
-    assert ("stack", "packages.sglang") in {(d["category"], d["key"]) for d in diffs}
+    # the declared requirement is said by the resolved version's line, and still bisectable
+    hidden = {(d["category"], d["key"]): d for d in doc["hidden"]}
+    assert hidden[("stack", "packages.sglang")]["hidden"] == "said by stack.resolved.sglang"
+    assert hidden[("stack", "packages.sglang")]["bisectable"]
+
+    # the story's diagnosis, in the story's size: from state alone (what the
+    # step records say each arm declared) and with the spec, the same lines
+    assert main(["diagnose", "upgrade"]) == 0
+    text = capsys.readouterr().out
+    numbered = [l.strip() for l in text.splitlines() if re.match(r"\s+\d+\. ", l)]
+    assert len(numbered) == 9, text  # the story's four facts, its environment and the other resolved versions
+    expected = [
+        '1. effective.attention_backend: flashinfer -> triton  [server default]  '
+        'log: "Attention backend not specified. Use triton backend by default."',
+        "2. log (candidate only, 2 of 2 launches: 1, 3): RISK: Blackwell + DeepGEMM",
+        "3. stack.resolved.sglang: 0.5.6 -> 0.5.9  (the serving engine itself; declared sglang==0.5.6 -> sglang==0.5.9)",
+        "4. env.CUDA_HOME: /usr/local/cuda-12.8 -> /usr/local/cuda-13.0",
+        "5. env.TRITON_PTXAS_PATH: (unset) -> /usr/local/cuda-13.0/bin/ptxas",
+        "6. stack.resolved.flashinfer-python: 0.5.3 -> 0.6.4",
+        "7. stack.resolved.torch: 2.8.0+cu128 -> 2.9.1+cu130",
+        "8. stack.resolved.torch.cuda: 12.8 -> 13.0",
+        "9. stack.resolved.torch.nccl: 2.26.2 -> 2.27.7",
+    ]
+    for line, start in zip(numbered, expected):
+        assert line.startswith(start), (line, start)
+    assert "DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0" in numbered[1]
+    # each arm's figures say what they are: the median of that arm's runs of this paired run
+    assert f"(each figure: baseline: median of the arm's runs (arm A: 3 runs of paired benchmark run {run.id}); " \
+           f"candidate: median of the arm's runs (arm B: 3 runs of paired benchmark run {run.id}))" in text
+    # noise (ports, seeds, a runtime gauge: each launch its own) and what another line says, counted, not listed
+    hidden = next(l for l in text.splitlines() if l.startswith("Hidden:"))
+    assert hidden == ("Hidden: 4 that differ between launches of one configuration (effective.internal_states.last_gen_throughput, "
+                      "effective.nccl_port, effective.port, effective.random_seed); 6 said by another line (--all shows them)")
+    assert "internal_states:" not in text and "{" not in "".join(numbered)  # compared field by field, never as a blob
+    assert main(["diagnose", "upgrade", "story.spec"]) == 0
+    with_spec = capsys.readouterr().out
+    assert [l.strip() for l in with_spec.splitlines() if re.match(r"\s+\d+\. ", l)] == numbered
+    assert main(["diagnose", "upgrade", "story.spec", "--all"]) == 0
+    every = capsys.readouterr().out.split("Hidden (10):\n")[1]
+    assert "  - effective.random_seed: " in every and "[noise: differs between launches of one configuration]" in every
+    assert "  - stack.packages.sglang: sglang==0.5.6 -> sglang==0.5.9" in every and "[said by stack.resolved.sglang]" in every
+

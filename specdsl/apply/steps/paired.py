@@ -44,7 +44,7 @@ class _Pairing:
 
     runs: list = attrs.Factory(list)  # bench.RunResult, index = position
     pairs: list = attrs.Factory(list)  # {"pair": i, "blocks": [{"arm": A|B, "runs": [..], "launch": k}, ...]}
-    launches: list = attrs.Factory(list)  # {"arm": A|B, "argv": [...], "log": path}
+    launches: list = attrs.Factory(list)  # {"arm": A|B, "argv": [...], "log": path, "effective": {...}}
     effective: dict = attrs.Factory(dict)  # arm -> effective config (last read)
     warnings: list = attrs.Factory(list)
     warned: set = attrs.Factory(set)  # (arm, warning) already said
@@ -112,6 +112,8 @@ def run_paired(ctx: StepContext, decide_more) -> tuple[dict, dict]:
             try:
                 effective, warnings = servers.effective_config(arms[letter].server, handle, host)
                 done.effective[letter] = effective
+                # each launch's own: what differs between two launches of one arm is noise to a diagnosis
+                done.launches[-1]["effective"] = secrets.redact_tree(effective)
                 # by experiment and launch (several experiments share a server block), once per arm
                 for w in warnings:
                     if (letter, w) not in done.warned:
