@@ -30,6 +30,11 @@ def _flat(value: Any, prefix: str = "") -> dict[str, str]:
         for k, v in value.items():
             out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out = {}  # field by field (SGLang's `internal_states`: one object per rank), never one blob
+        for i, v in enumerate(value):
+            out.update(_flat(v, prefix if i == 0 else f"{prefix}[{i}]"))
+        return out
     if value is None:
         return {}
     return {prefix: value if isinstance(value, str) else json.dumps(value)}

@@ -11,7 +11,10 @@ story's size."""
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
+import math
 import re
 import sys
 import zipfile
@@ -184,3 +187,66 @@ def test_upgrade_fails_and_says_the_server_chose_triton(story, capsys):
     assert "  - effective.random_seed: " in every and "[noise: differs between launches of one configuration]" in every
     assert "  - stack.packages.sglang: sglang==0.5.6 -> sglang==0.5.9" in every and "[said by stack.resolved.sglang]" in every
 
+    # the page a team attaches to the release, opened in headless Chromium:
+    # the undecided check says what would decide it, every fact is on it
+    page_file = story / "upgrade.html"
+    assert main(["report", "upgrade", "story.spec", "-o", str(page_file)]) == 0
+    capsys.readouterr()
+    page = page_file.read_text()
+    plain = html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r'src="data:[^"]*"', "", page)))
+    check = next(r for r in state.runs if r.step == "check.upgrade.within 15%")
+    detail = check.reason.split(": ", 1)[1]
+    need = int(re.search(r"a decision would need about (\d+) pairs", detail).group(1))
+    per_pair = (_time(run.finished) - _time(run.started)) / 3
+    row = re.search(r'<tr class="inconclusive"><td>within 15%</td>.*?</tr>', page).group(0)
+    assert ">INCONCLUSIVE<" in row and ">3 pairs<" in row and "&gt;= 0.85" in row
+    assert "two-sided 95% confidence interval (its two ends are one-sided 97.5% bounds" in row  # Holm's level, both ends
+    assert "geometric mean of the pair ratios (candidate / baseline, 3 pairs)" in row
+    decide = re.search(r'<p class="problem decide" data-check="within 15%">.*?</p>', page).group(0)
+    assert f"about {need} pairs, {need - 3} more than the 3 measured, about " in html.unescape(decide)
+    assert f"at this run's {per_pair:.0f} s per pair" in html.unescape(decide)
+    # each pair's ratio as a number, with the launches it was measured on
+    pairs = page[page.index('<h3 class="pairs" data-check="within 15%">'):]
+    rows = re.findall(r'<tr><td class="num">(\d)</td><td class="num">launch (\d)</td><td class="num">launch (\d)</td>'
+                      r'<td class="num">([\d.]+)</td><td class="num">([\d.]+)</td><td class="num">([\d.]+)</td></tr>', pairs)
+    doc = json.loads((story / ".specdsl" / run.folder / "result.json").read_text())
+    launches = [(str(p["pair"]), *(str(b["launch"]) for b in sorted(p["blocks"], key=lambda b: b["arm"]))) for p in doc["pairs"]]
+    assert [r[:3] for r in rows[:3]] == launches
+    ratios = [float(r[5]) for r in rows[:3]]
+    geomean = float(re.match(r"ratio (\S+)", detail).group(1))
+    assert abs(math.exp(sum(math.log(x) for x in ratios) / 3) / geomean - 1) < 1e-3  # the estimate is their geometric mean
+    # the workload, both arms' stacks and servers as resolved, host, version, identity, the command again
+    for fact in ("input_len 1024", "env.CUDA_HOME /usr/local/cuda-12.8 /usr/local/cuda-13.0",
+                 "env.TRITON_PTXAS_PATH (absent) /usr/local/cuda-13.0/bin/ptxas", "torch.nccl 2.26.2 2.27.7",
+                 "torch 2.8.0+cu128 2.9.1+cu130", "sglang 0.5.6 0.5.9", "attention_backend flashinfer triton",
+                 "internal_states.avg_spec_accept_length 2.71 2.71", "host block a", "machine this machine (no ssh)",
+                 "GPUs, driver none recorded", "specdsl that measured 0.1.0",
+                 f"benchmark identity (digest of both arms' stacks, servers and the workload) {run.identity}",
+                 "spec sha256 " + hashlib.sha256((story / "story.spec").read_bytes()).hexdigest(),
+                 "the spec as read now plans this same benchmark identity",
+                 "command that reproduces the run specdsl apply story.spec --target upgrade",
+                 "no promotion asked : the experiment names no track"):
+        assert fact in " ".join(plain.split()), fact
+    assert "-m sglang.launch_server --model-path m" in plain  # each arm's command line
+    assert not re.search(r"\de[+-]\d", plain)  # no exponent anywhere: 220%, not 2.2e+02%
+    assert "tps (the command's unit)" in plain
+    helpers = _report_helpers()
+    plots = helpers.embedded_plots(page)
+    assert sorted(plots) == ["intervals", "runs"]
+    helpers.check_in_browser(page_file, plots, 3000)
+
+
+def _time(stamp: str):
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _report_helpers():
+    """The report tests' Chromium helpers (screenshot, plots found pixel for pixel)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("report_helpers", HERE.parent / "report" / "test_report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

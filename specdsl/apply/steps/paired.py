@@ -57,8 +57,10 @@ class _Pairing:
         complete = self.complete_pairs()
         keep = {i for p in complete for b in p["blocks"] for i in b["runs"]}
         runs = [r for r in self.runs if r.index in keep]
+        from specdsl import __version__
+
         out = {"runs": [r.to_json() for r in runs], "pairs": complete, "arms": arms, "launches": self.launches,
-               "effective": secrets.redact_tree(self.effective)}
+               "effective": secrets.redact_tree(self.effective), "specdsl": __version__}
         return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
 
 
