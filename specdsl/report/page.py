@@ -129,6 +129,8 @@ def experiment_body(v: ExperimentView, context=None, level: str = "h2", source: 
                              [[td(d.section), td(d.key), td(d.baseline), td(d.candidate)] for d in v.differences]))
         else:
             out.append('<p class="note">No difference recorded between the arms\' stacks, server configurations and effective configurations.</p>')
+        out.append('<p class="note">Values that differ between any two launches of one configuration (ports, seeds) are '
+                   'not differences and are left out: `specdsl diagnose --all` lists them.</p>')
     section = diagnosis_section(context[0], context[1], v, context[2]) if context is not None else ""
     if section:
         out.append(f"<{level}>Diagnosis</{level}>")
