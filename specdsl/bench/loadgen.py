@@ -45,7 +45,7 @@ from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
 from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_cache, run_figures
 from specdsl.bench.settings import request_settings
 from specdsl.bench.timings import RequestTiming, write_records
-from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures
+from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures, stamped
 from specdsl.bench.runner import StreamRunner
 from specdsl.bench.stats import compute_metrics
 from specdsl.bench.workers import WorkerPool, closed_jobs, open_jobs
@@ -145,7 +145,7 @@ def run_benchmark(
     bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run)
     runs = _run_loop(bench.session(bench.all_runs))
     result = BenchResult(runs=tuple(runs), settings=settings)
-    private.write_text(Path(out_dir) / "result.json", json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
+    private.write_text(Path(out_dir) / "result.json", json.dumps(stamped(result.to_json()), indent=1, sort_keys=True) + "\n")
     return result
 
 

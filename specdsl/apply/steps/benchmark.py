@@ -72,7 +72,7 @@ class Benchmark:
         if prior:
             result = bench.BenchResult(runs=tuple(prior) + tuple(attrs.evolve(r, index=len(prior) + i) for i, r in enumerate(result.runs)),
                                        settings=result.settings)
-            (folder / "result.json").write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
+            (folder / "result.json").write_text(json.dumps(bench.stamped(result.to_json()), indent=1, sort_keys=True) + "\n")
         try:
             effective, warnings = servers.effective_config(server, handle, host)
         except Exception as exc:  # an unreadable report must not lose the benchmark's results

@@ -55,7 +55,7 @@ class _Pairing:
 
     runs: list = attrs.Factory(list)  # bench.RunResult, index = position
     pairs: list = attrs.Factory(list)  # {"pair": i, "blocks": [{"arm": A|B, "runs": [..], "launch": k}, ...]}
-    launches: list = attrs.Factory(list)  # {"arm", "pair", "argv", "log", "launch_s", "warmup"}
+    launches: list = attrs.Factory(list)  # {"arm", "pair", "argv", "log", "launch_s", "warmup", "effective"}
     effective: dict = attrs.Factory(dict)  # arm -> effective config (last read)
     warnings: list = attrs.Factory(list)
     warned: set = attrs.Factory(set)  # (arm, warning) already said
@@ -71,9 +71,11 @@ class _Pairing:
         complete = self.complete_pairs()
         keep = {i for p in complete for b in p["blocks"] for i in b["runs"]}
         runs = [r for r in self.runs if r.index in keep]
+        from specdsl import __version__
+
         out = {"runs": [r.to_json() for r in runs], "pairs": complete, "arms": arms, "launches": self.launches,
                "effective": secrets.redact_tree(self.effective), "design": PAIR_DESIGN, "looks": self.looks,
-               "side_by_side": self.side_by_side}
+               "side_by_side": self.side_by_side, "specdsl": __version__}
         if self.continued:
             out["continued"] = self.continued
         return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
@@ -177,6 +179,8 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         try:
             effective, warnings = servers.effective_config(arms[letter].server, handle, host)
             done.effective[letter] = effective
+            # each launch's own: what differs between two launches of one arm is noise to a diagnosis
+            done.launches[n]["effective"] = secrets.redact_tree(effective)
             # by experiment and launch (several experiments share a server block), once per arm
             for w in warnings:
                 if (letter, w) not in done.warned:
