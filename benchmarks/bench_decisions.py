@@ -82,7 +82,7 @@ def server_block(name: str, speed: float, life: Path, seed: int, epoch: float, n
 def workload_block(noise: dict) -> str:
     c = noise["concurrency"]
     return (f'workload "w" {{\n  endpoint = "completions"\n  input_len = 8\n  output_len = {noise["output_len"]}\n  requests = {c}\n'
-            f'  concurrency = {c}\n  runs = {noise["runs"]}\n  max_runs = {noise["max_runs"]}\n  warmup = 1\n'
+            f'  concurrency = {c}\n  runs = {noise["runs"]}\n  max_runs = {noise["max_runs"]}\n'
             '  timeout = 60s\n}\n')
 
 
@@ -337,7 +337,7 @@ def write_section(args, body: list[str], records: list[dict], wall: float) -> No
         f"noise CV {args.noise:g} per request, the first {args.concurrency} requests after a launch wait "
         f"{args.cold_pause:g} s, drift {args.drift:g} per second, TTFT {args.ttft_ms:g} ms and ITL {args.itl_ms:g} ms "
         f"at speed 1; the workload: {args.concurrency} requests at concurrency {args.concurrency}, {args.output_len} tokens out, "
-        f"`runs = {args.runs}`, `max_runs = {args.max_runs}`, `warmup = 1`. The story: launch sd "
+        f"`runs = {args.runs}`, `max_runs = {args.max_runs}`, the warm-up each design's default (today: `warmup = 1` request). The story: launch sd "
         f"{args.story_launch_sd:g}, run noise {args.story_noise:g}, cold pause {args.story_cold_pause:g} s. Shares with a Wilson 95% interval; launches and "
         "wall time per apply as mean (sd); \"to a decision\": over the applies that ended PASS or FAIL.", "",
         *body, "",
