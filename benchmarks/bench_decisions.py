@@ -113,7 +113,7 @@ class Side:
         and the life file's), wall time and each assertion's verdict."""
         folder.mkdir(parents=True)
         (folder / "bench.spec").write_text(text)
-        env = dict(os.environ, PYTHONPATH=str(self.root), SPECDSL_ENV_ROOT=str(self.env_root))
+        env = dict(os.environ, PYTHONPATH=str(self.root), SPECDSL_ENV_ROOT=str(self.env_root), PYTHONDONTWRITEBYTECODE="1")
         t0 = time.monotonic()
         try:
             proc = subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", "bench.spec", "--yes", "--json"],
@@ -285,6 +285,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--old-ref", default="320c718", help="today's design: this commit, from a detached worktree")
     ap.add_argument("--old", type=Path, help="today's design from this checkout instead")
+    ap.add_argument("--new", type=Path, default=ROOT, help="the new design from this checkout (default: this working tree)")
     ap.add_argument("--launch-sd", type=float, default=0.05, help="sd of the log launch factor")
     ap.add_argument("--noise", type=float, default=0.01, help="run noise: CV per request")
     ap.add_argument("--story-launch-sd", type=float, default=0.01)
@@ -308,7 +309,7 @@ def main(argv=None) -> int:
     try:
         with contextlib.ExitStack() as stack:
             old = args.old.resolve() if args.old else stack.enter_context(old_tree(args.old_ref, scratch))
-            sides = [Side("today", old, scratch), Side("new", ROOT, scratch)]
+            sides = [Side("today", old, scratch), Side("new", args.new.resolve(), scratch)]
             records = run(args, sides, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -323,7 +324,10 @@ def main(argv=None) -> int:
 
 
 def write_section(args, body: list[str], records: list[dict], wall: float) -> None:
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    head = subprocess.run(["git", "-C", str(args.new), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(args.new), "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    head += " with uncommitted changes" if dirty else ""
     defaults = {"aa": 8, "power": 4, "story": 1, "seed": 1}
     flags = "".join(f" --{k} {getattr(args, k)}" for k, v in defaults.items() if getattr(args, k) != v)
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, shared with other "
