@@ -1,7 +1,8 @@
 """Soundness of the verdicts, by simulation: how often does each rule pass
 a candidate that is not better, and how often does it pass one that is?
 
-    python benchmarks/bench_verdicts.py [--applies 10000] [--null-walks 500000] [--seed 1] [--fixed 6] [--jobs 2] [--no-write]
+    python benchmarks/bench_verdicts.py [--applies 10000] [--null-walks 500000] [--seed 1] [--fixed 6] [--jobs 2]
+                                        [--cold 1.03,1.3] [--launches-only] [--no-write]
 
 Each simulated apply measures a baseline (A) and a candidate (B) as
 adjacent pairs in ABBA/BAAB order (pairs AB, BA, BA, AB, AB, BA, ...), one
@@ -31,8 +32,25 @@ equal power" is the fewest fixed pairs whose power reaches the adaptive
 rule's (the fixed-n t rule vectorised with numpy for n = 2..40, checked
 equal to `ratio_decision` at `--fixed`).
 
-Prints the tables and, unless --no-write, replaces the section
-"Verdicts: soundness (simulation)" of docs/benchmarks.md.
+The launch table (`--launches-only` runs just it; `--cold 1.03,1.3` the
+cold starts): run noise CV 2%, and a launch effect, a factor exp(s_L z)
+drawn once per launch and shared by its runs, with s_L from 0 to 3 times
+the run sd; a cold start divides the first run after a launch by a
+factor. Two designs:
+- today's chain (main at 320c718): ABBA BAAB, one run per block, a launch
+  at every switch of arm (A | B B | A | B | A A | B: 1.5 launches a pair,
+  neighbouring pairs share one), analysed as independent pairs, and
+  `warmup = 1` request does not cover the cold start;
+- issue 22's: each pair one fresh launch of each arm (AB or BA, one server
+  at a time), `block` runs per launch averaged within it, the warm-up
+  taking the cold start (and, as a check, the same with a cold start the
+  warm-up missed, its factor drawn per launch).
+The adaptive rule is vectorised (`adaptive_vectorised`, checked equal to
+`sequential_decision` look by look on every run).
+
+Prints the tables and, unless --no-write, replaces the sections
+"Verdicts: soundness (simulation)" and "Verdicts: the launch as the unit
+(simulation)" of docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -316,12 +334,182 @@ def run(args) -> list[str]:
     ]
 
 
-def write_section(text: str) -> None:
+LAUNCH_SECTION = "## Verdicts: the launch as the unit (simulation)"
+LAUNCH_CV = 0.02  # run noise of the launch table
+LAUNCH_RATIOS = (0.0, 0.5, 1.0, 2.0, 3.0)  # launch sd / run sd
+
+
+def launch_designs(colds: tuple[float, ...]) -> tuple[str, ...]:
+    """Today's chain without and with each cold start; the new design at
+    `block` runs per launch (the warm-up takes the cold start), and at
+    block 2 with the largest cold start missed by the warm-up."""
+    return ("chain, no cold start", *(f"chain, cold start x{c:g}" for c in colds), "new, block 1", "new, block 2",
+            "new, block 4", "new, block 2, cold start not warmed")
+
+
+def chain_layout(pairs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Today's walk (main at 320c718): the arm of each of the 2 * pairs runs
+    in ABBA BAAB order (0 = A, 1 = B), its launch (a new one at every switch
+    of arm, so neighbouring pairs share one), and whether it is the first
+    run of its launch (`warmup = 1` request does not cover a cold start)."""
+    arms = np.array([a for i in range(pairs) for a in ((0, 1) if i % 4 in (0, 3) else (1, 0))])
+    switch = np.concatenate([[True], arms[1:] != arms[:-1]])
+    return arms, np.cumsum(switch) - 1, switch
+
+
+def simulate_chain(rng, applies: int, pairs: int, truth: float, cv: float, launch_sd: float, cold: float) -> np.ndarray:
+    """(applies, pairs, 2) values of today's chain: run value = truth_arm *
+    launch factor * drift * exp(cv z) / (cold for the first run of a launch),
+    the launch factor exp(launch_sd z_L) shared by the runs of one launch."""
+    arms, launch, first = chain_layout(pairs)
+    runs = 2 * pairs
+    drift = 1 + DRIFT / (runs - 1) * np.arange(runs)
+    factor = np.exp(launch_sd * rng.standard_normal((applies, launch[-1] + 1)))[:, launch]
+    noise = np.exp(cv * rng.standard_normal((applies, runs)))
+    value = np.where(arms == 1, truth, 1.0) * drift * factor * noise / np.where(first, cold, 1.0)
+    out = np.empty((applies, pairs, 2))
+    pair = np.arange(runs) // 2
+    for arm in (0, 1):
+        out[:, pair[arms == arm], arm] = value[:, arms == arm]
+    return out
+
+
+def chain_launches(pairs: int) -> int:
+    return int(chain_layout(pairs)[1][-1]) + 1
+
+
+def simulate_new(rng, applies: int, pairs: int, truth: float, cv: float, launch_sd: float, block: int,
+                 cold_spread: float = 0.0) -> np.ndarray:
+    """(applies, pairs, 2) values of the new design: pair i is one fresh
+    launch of each arm, AB for i % 4 in (0, 3) and BA otherwise, one at a
+    time; each launch gets its own factor and `block` runs after a warm-up
+    that took the cold start; an arm's value is the mean of its launch's
+    runs. `cold_spread` > 0: the warm-up missed it, and the first run of
+    every launch is slower by a factor drawn per launch, uniform in
+    [1, 1 + cold_spread]."""
+    runs = 2 * pairs * block
+    order = np.array([0 if i % 4 in (0, 3) else 1 for i in range(pairs)])  # 0: A first
+    start = 2 * block * np.arange(pairs)[:, None] + np.where(order[:, None] == np.array([[0, 1]]), 0, block)
+    slot = start[:, :, None] + np.arange(block)  # (pairs, arm, block)
+    drift = 1 + DRIFT / max(runs - 1, 1) * slot
+    factor = np.exp(launch_sd * rng.standard_normal((applies, pairs, 2)))[..., None]
+    noise = np.exp(cv * rng.standard_normal((applies, pairs, 2, block)))
+    value = np.array([1.0, truth])[None, None, :, None] * drift[None] * factor * noise
+    if cold_spread > 0:
+        value[..., 0] /= 1 + cold_spread * rng.random((applies, pairs, 2))
+    return value.mean(axis=3)
+
+
+def adaptive_vectorised(values: np.ndarray, k: float, schedule: LookSchedule) -> tuple[np.ndarray, np.ndarray]:
+    """`sequential_decision` over the schedule's looks, stopping at the
+    first PASS or FAIL, on arrays: (verdict: 1 PASS, -1 FAIL, 0
+    INCONCLUSIVE; pairs used)."""
+    d = np.log(values[..., 1] / values[..., 0])
+    verdict = np.zeros(len(d), dtype=np.int8)
+    used = np.zeros(len(d), dtype=int)
+    running = np.ones(len(d), dtype=bool)
+    for n in schedule.looks():
+        crit = _dist.t_quantile(1 - schedule.level_for(n), n - 1)
+        m, se = d[:, :n].mean(1), d[:, :n].std(1, ddof=1) / math.sqrt(n)
+        passed, failed = running & (m - crit * se >= math.log(k)), running & (m + crit * se < math.log(k))
+        verdict[passed], verdict[failed] = 1, -1
+        used[running] = n
+        running &= ~(passed | failed)
+    return verdict, used
+
+
+def launch_values(rng, design: str, applies: int, pairs: int, truth: float, ratio: float, cold: float) -> np.ndarray:
+    """The values of one design; `cold` is the largest cold start (the chain's rows name their own)."""
+    sd = ratio * LAUNCH_CV
+    if design.startswith("chain"):
+        own = float(design.split(" x")[1]) if " x" in design else 1.0
+        return simulate_chain(rng, applies, pairs, truth, LAUNCH_CV, sd, own)
+    block = int(design.split("block ")[1].split(",")[0])
+    return simulate_new(rng, applies, pairs, truth, LAUNCH_CV, sd, block, 2 * (cold - 1) if "not warmed" in design else 0.0)
+
+
+def launches_of(design: str, pairs: np.ndarray | int) -> np.ndarray:
+    if design.startswith("chain"):
+        return np.vectorize(chain_launches)(pairs)
+    return 2 * np.asarray(pairs)
+
+
+def launch_task(task: tuple[int, int, int, float, str, float]) -> dict:
+    """Fixed and adaptive rules of one design and launch-to-run noise ratio,
+    at the boundary and on the power scenario (own random stream)."""
+    seed, applies, nfixed, ratio, design, cold, index = task
+    out = {"ratio": ratio, "design": design}
+    for scenario in ("boundary", "power"):
+        truth, k = SCENARIOS[scenario]
+        rng = np.random.default_rng([seed, 17, int(ratio * 10), index, scenario == "power"])
+        fixed = t_pass_vectorised(launch_values(rng, design, applies, nfixed, truth, ratio, cold), k)
+        verdict, used = adaptive_vectorised(launch_values(rng, design, applies, SCHEDULE.max, truth, ratio, cold), k, SCHEDULE)
+        out[scenario] = {"fixed_pass": float(fixed.mean()), "adaptive_pass": float((verdict == 1).mean()),
+                         "adaptive_fail": float((verdict == -1).mean()), "pairs": float(used.mean()),
+                         "launches": float(launches_of(design, used).mean())}
+    return out
+
+
+def check_adaptive_vectorised(seed: int) -> None:
+    """adaptive_vectorised decides as sequential_decision does, look by look."""
+    rng = np.random.default_rng([seed, 19])
+    values = simulate_chain(rng, 300, SCHEDULE.max, 1.0, LAUNCH_CV, LAUNCH_CV, 1.3)
+    verdict, used = adaptive_vectorised(values, 1.0, SCHEDULE)
+    expected, pairs = adaptive_rule(values, 1.0, SCHEDULE)
+    code = {Verdict.PASS: 1, Verdict.FAIL: -1, Verdict.INCONCLUSIVE: 0}
+    assert [code[v] for v in expected] == verdict.tolist() and pairs == used.tolist()
+
+
+def run_launches(args) -> list[str]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    check_adaptive_vectorised(args.seed)
+    colds = tuple(sorted(args.cold))
+    designs = launch_designs(colds)
+    tasks = [(args.seed, args.applies, args.fixed, r, d, colds[-1], i) for r in LAUNCH_RATIOS for i, d in enumerate(designs)]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(launch_task, tasks))
+    rows = ["| launch sd / run sd | design | launches per pair | false pass at the boundary: fixed / adaptive "
+            "| false fail at the boundary (adaptive) | power +6% vs >= 1.03: fixed / adaptive "
+            "| adaptive mean pairs (boundary / power) | adaptive mean launches (boundary / power) |",
+            "|---|---|---|---|---|---|---|---|"]
+    worst = {}
+    for r in results:
+        b, p = r["boundary"], r["power"]
+        per_pair = f"{chain_launches(args.fixed) / args.fixed:.2f}" if r["design"].startswith("chain") else "2"
+        fp = (b["fixed_pass"], b["adaptive_pass"])
+        mark = (lambda x: f"**{pct(x)}**" if x > 0.05 + 2 * math.sqrt(0.05 * 0.95 / args.applies) else pct(x))
+        rows.append(f"| {r['ratio']:g} | {r['design']} | {per_pair} | {mark(fp[0])} / {mark(fp[1])} | {pct(b['adaptive_fail'])} "
+                    f"| {pct(p['fixed_pass'])} / {pct(p['adaptive_pass'])} | {b['pairs']:.1f} / {p['pairs']:.1f} "
+                    f"| {b['launches']:.1f} / {p['launches']:.1f} |")
+        worst[r["design"]] = max(worst.get(r["design"], 0.0), *fp)
+        print(rows[-1])
+    summary = "; ".join(f"{d}: {pct(w)}" for d, w in worst.items())
+    return [
+        f"Run noise CV {LAUNCH_CV:.0%} per run, a launch factor exp(s_L z) per launch with s_L from 0 to 3 times the run "
+        f"sd, a linear drift rising 5% over the apply's runs, no outliers; a cold start divides the first run of a "
+        f"launch by its factor. {args.applies:,} simulated applies per cell (one binomial standard error at 5% is "
+        f"{100 * math.sqrt(0.05 * 0.95 / args.applies):.2f} points; bold: more than two above 5%). Fixed: the paired t "
+        f"at {args.fixed} pairs; adaptive: `sequential_decision` under `LookSchedule(first=3, step=2, max=12)`, stopping "
+        "at the first PASS or FAIL. Launches per pair and the launch counts are the walk's (the chain's: ABBA BAAB "
+        f"with a launch at every switch of arm, {chain_launches(args.fixed)} launches for {args.fixed} pairs).", "",
+        "Designs: **chain** is today's walk (main at 320c718): one run per block, pairs that share a launch analysed "
+        "as independent, `warmup = 1` request not covering the cold start (\"cold start\": it slows the first run "
+        "after each launch); **new, block b** is issue 22's: each pair one fresh launch per arm (AB or BA, one "
+        "server at a time), b runs per launch averaged within it, the warm-up at full concurrency taking the cold "
+        "start; \"cold start not warmed\" is the new design with the warm-up missing it, the first run of every "
+        f"launch slower by a factor drawn per launch, uniform in [1, {1 + 2 * (colds[-1] - 1):g}].", "",
+        *rows, "",
+        f"Largest false-pass rate at the boundary over the range (fixed or adaptive): {summary}.", "",
+    ]
+
+
+def write_section(text: str, section: str = SECTION) -> None:
     path = ROOT / "docs" / "benchmarks.md"
     doc = path.read_text()
-    if SECTION in doc:
-        start = doc.index(SECTION)
-        nxt = doc.find("\n## ", start + len(SECTION))
+    if section in doc:
+        start = doc.index(section)
+        nxt = doc.find("\n## ", start + len(section))
         doc = doc[:start] + text + (doc[nxt + 1:] if nxt != -1 else "")
     else:
         doc = doc.rstrip("\n") + "\n\n" + text
@@ -336,19 +524,43 @@ def main(argv=None) -> int:
     ap.add_argument("--null-walks", type=int, default=500_000, help="null walks per row of the z-vs-t table")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (the figures do not depend on it)")
     ap.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    ap.add_argument("--cold", type=lambda text: [float(x) for x in text.split(",")], default=[1.03, 1.3],
+                    help="the cold starts' slowdowns of a launch's first run, comma-separated (launch table)")
+    ap.add_argument("--launches-only", action="store_true", help="only the launch table (and only its section written)")
     args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    launch_body = run_launches(args)
+    launch_wall = time.perf_counter() - t0
+
+    def machine() -> str:
+        return (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+                f"load average {os.getloadavg()[0]:.1f} at the end")
+
+    launch_cmd = "python benchmarks/bench_verdicts.py --launches-only" + \
+        (f" --applies {args.applies}" if args.applies != 10_000 else "") + (f" --seed {args.seed}" if args.seed != 1 else "") + \
+        (f" --fixed {args.fixed}" if args.fixed != 6 else "") + (f" --cold {','.join(f'{c:g}' for c in args.cold)}" if args.cold != [1.03, 1.3] else "")
+    launch_text = "\n".join([
+        LAUNCH_SECTION, "",
+        f"Command: `{launch_cmd}` (also run by the full command; {launch_wall:.0f} s). Machine: {machine()}. "
+        "Method: docs/verdicts.md (\"What the guarantees assume\") and the script's docstring. One-sided alpha = 5%; "
+        "the goal is a false-pass rate <= 5% at the boundary (A/A, `>= baseline * 1.0`) across the range.", "",
+        *launch_body,
+    ])
+    if args.launches_only:
+        if not args.no_write:
+            write_section(launch_text, LAUNCH_SECTION)
+        print(f"\n{launch_wall:.1f} s")
+        return 0
     t0 = time.perf_counter()
     body = run(args)
     wall = time.perf_counter() - t0
-    machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-               f"load average {os.getloadavg()[0]:.1f} at the end")
     cmd = "python benchmarks/bench_verdicts.py" + (f" --applies {args.applies}" if args.applies != 10_000 else "") + \
         (f" --null-walks {args.null_walks}" if args.null_walks != 500_000 else "") + \
         (f" --seed {args.seed}" if args.seed != 1 else "") + (f" --fixed {args.fixed}" if args.fixed != 6 else "")
     text = "\n".join([
         SECTION, "",
         f"Command: `{cmd}` ({args.applies:,} simulated applies per cell, seed {args.seed}; {wall:.0f} s). "
-        f"Machine: {machine}. Method and model: docs/verdicts.md and the script's docstring: ABBA/BAAB pairs, "
+        f"Machine: {machine()}. Method and model: docs/verdicts.md and the script's docstring: ABBA/BAAB pairs, "
         "per-run lognormal noise, a linear drift rising 5% over the apply, 5% of runs at x0.7. "
         "One-sided alpha = 5% throughout; the goal is a false-pass rate <= 5%.", "",
         *body,
@@ -356,6 +568,7 @@ def main(argv=None) -> int:
     print(f"\n{wall:.1f} s")
     if not args.no_write:
         write_section(text)
+        write_section(launch_text, LAUNCH_SECTION)
     return 0
 
 

@@ -11,7 +11,10 @@ and detectable effect behind each.
 - `mde_ratio`, `pairs_needed`, `noise_of`: how many pairs a noise level
   needs, what n pairs can detect;
 - `outliers`, `describe_outliers`: runs far from the others of their arm
-  (a robust rule on the log scale, see verdict/outliers.py).
+  (a robust rule on the log scale, see verdict/outliers.py);
+- `variance_components`, `runs_per_launch`: launch and run noise apart
+  (one-way random-effects ANOVA), and the runs per launch that buy the most
+  precision for the time (verdict/components.py).
 
 docs/verdicts.md gives the method, its formulas and why; the measured
 error rates are in docs/benchmarks.md (benchmarks/bench_verdicts.py).
@@ -24,6 +27,7 @@ numpy), which are imported on first use so that `validate` and `plan` never
 pay for them.
 """
 
+from specdsl.verdict.components import VarianceComponents, runs_per_launch, variance_components
 from specdsl.verdict.decision import (
     OPS,
     Decision,
@@ -52,6 +56,7 @@ __all__ = [
     "Decision",
     "HolmResult",
     "LookSchedule",
+    "VarianceComponents",
     "Verdict",
     "absolute_decision",
     "describe_outliers",
@@ -64,7 +69,9 @@ __all__ = [
     "outliers",
     "pairs_needed",
     "ratio_decision",
+    "runs_per_launch",
     "sequential_decision",
     "spent",
     "t_sequential_levels",
+    "variance_components",
 ]
