@@ -37,8 +37,10 @@ def add_parsers(sub) -> None:
 
 
 def aa_config(cfg: config.Config, exp: config.Experiment, pairs: int) -> tuple[config.Config, str]:
-    """A config whose one comparison measures `exp` against a copy of itself."""
-    workload = attrs.evolve(exp.workload, runs=pairs, max_runs=pairs)
+    """A config whose one comparison measures `exp` against a copy of itself,
+    with at least 2 runs on every launch (the run noise is the spread inside
+    a launch, the launch noise what is left between launches)."""
+    workload = attrs.evolve(exp.workload, runs=pairs, max_runs=pairs, block=max(2, exp.workload.block or 2))
     twin = attrs.evolve(exp, name=f"{exp.name}~aa", asserts=(), promote=None, baseline=None, workload=workload)
     cand = attrs.evolve(exp, name=f"{exp.name}~calibrate", asserts=(), promote=None, workload=workload,
                         baseline=config.BaselineRef("experiment", twin.name))
@@ -95,11 +97,15 @@ def cmd_calibrate(args) -> int:
                 values = [(_mean(a, name), _mean(b, name)) for a, b in pairs]
                 if all(x > 0 and y > 0 for x, y in values):
                     noise[name] = noise_of(values)
+            parts = components(doc, noise)
+            costs = launch_and_run_costs(doc)
             from specdsl.state import RunRecord
 
             record = RunRecord(id=new_run_id(), step=f"calibrate.{exp.name}", identity=graph.steps[f"benchmark.{cand}"].identity,
                                experiment=exp.name, status="completed", started=run.started, finished=utc_now(),
-                               folder=run.folder, metrics={f"noise.{k}": v for k, v in noise.items()}, runs=len(pairs),
+                               folder=run.folder, runs=len(pairs),
+                               metrics={f"noise.{k}": v for k, v in noise.items()} | parts | costs
+                               | suggested_block(parts, costs, exp),
                                reason=f"A/A noise of {exp.name} over {len(pairs)} pairs")
             from specdsl.state import write_state
 
@@ -113,8 +119,89 @@ def cmd_calibrate(args) -> int:
         needs = "  ".join(f"{_fmt_pairs(pairs_needed(sd, 1 + e)):>13}" for e in EFFECTS)
         mde = mde_ratio(sd, max(2, exp.workload.runs)) if sd > 0 else 1.0
         print(f"  {name:<30} {sd:7.4f}  {needs}  {mde - 1:+.2%}")
-    print(f"\nRecorded in {state_dir / 'state.toml'} as calibrate.{exp.name}; `specdsl plan` uses it.")
+    print("\nLaunch and run noise apart (sd of log values; variance components of the runs of each launch):")
+    for name in sorted(noise):
+        if f"noise_run.{name}" in parts:
+            print(f"  {name:<30} run {parts[f'noise_run.{name}']:.4f}  launch {parts[f'noise_launch.{name}']:.4f}")
+    if costs:
+        print(f"Costs: a launch {costs.get('cost.launch_s', math.nan):.1f} s, a run {costs.get('cost.run_s', math.nan):.2f} s")
+    block = suggested_block(parts, costs, exp)
+    if block:
+        print(f"Runs per launch that buy the most precision for the time: {int(block['block.suggested'])} "
+              f"(used by pairs whose workload sets no `block`)")
+    print(f"\nRecorded in {state_dir / 'state.toml'} as calibrate.{exp.name}; `specdsl plan` and `apply` use it.")
     return 0
+
+
+def components(doc: dict, noise: dict[str, float]) -> dict[str, float]:
+    """`noise_run.METRIC` and `noise_launch.METRIC`: the sd of a run's log
+    value inside one launch and of a launch's own level (one-way
+    random-effects ANOVA over the launches of both arms, each arm's mean
+    removed: verdict.variance_components)."""
+    from specdsl.verdict import variance_components
+
+    runs = {r["index"]: r.get("metrics", {}) for r in doc.get("runs", ())}
+    out: dict[str, float] = {}
+    for name in noise:
+        groups, by_arm = [], {}
+        for p in doc.get("pairs", ()):
+            for b in p["blocks"]:
+                values = [runs.get(i, {}).get(name) for i in b["runs"]]
+                if not values or not all(isinstance(v, (int, float)) and v > 0 for v in values):
+                    break
+                by_arm.setdefault(b["arm"], []).append([math.log(v) for v in values])
+            else:
+                continue
+            break
+        else:
+            for arm_groups in by_arm.values():  # an arm's own mean out: arms may differ by a constant
+                mean = sum(sum(g) for g in arm_groups) / sum(len(g) for g in arm_groups)
+                groups += [[x - mean for x in g] for g in arm_groups]
+            try:
+                parts = variance_components(groups)
+            except ValueError:
+                continue
+            out[f"noise_run.{name}"] = math.sqrt(parts.run_var)
+            out[f"noise_launch.{name}"] = math.sqrt(parts.launch_var)
+    return out
+
+
+def launch_and_run_costs(doc: dict) -> dict[str, float]:
+    """`cost.launch_s` (median seconds from a launch's start to ready) and
+    `cost.run_s` (median seconds of a run, as the walk timed it: requests,
+    counters and records), from the A/A result."""
+    import statistics
+
+    launches = [x["launch_s"] for x in doc.get("launches", ()) if isinstance(x.get("launch_s"), (int, float))]
+    runs = [t for x in doc.get("launches", ()) for t in x.get("run_s", ()) if isinstance(t, (int, float))]
+    out = {}
+    if launches:
+        out["cost.launch_s"] = statistics.median(launches)
+    if runs:
+        out["cost.run_s"] = statistics.median(runs)
+    return out
+
+
+def suggested_block(parts: dict[str, float], costs: dict[str, float], exp: config.Experiment) -> dict[str, float]:
+    """`block.suggested`: the runs per launch that give the most precise
+    comparison for the time (verdict.runs_per_launch), for the metric the
+    experiment's first ratio assertion reads (else output_throughput)."""
+    from specdsl.model.assert_shape import noise_key, shape_of
+    from specdsl.verdict import runs_per_launch
+
+    metric = "output_throughput"
+    for a in exp.asserts:
+        shape = shape_of(a.expr)
+        if shape.kind == "ratio":
+            metric = noise_key(shape.candidate)
+            break
+    run, launch = parts.get(f"noise_run.{metric}"), parts.get(f"noise_launch.{metric}")
+    if run is None or launch is None or "cost.launch_s" not in costs or "cost.run_s" not in costs:
+        return {}
+    try:
+        return {"block.suggested": float(runs_per_launch(costs["cost.launch_s"], costs["cost.run_s"], run ** 2, launch ** 2))}
+    except ValueError:
+        return {}
 
 
 def _mean(results, name: str) -> float:

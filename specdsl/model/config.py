@@ -192,7 +192,9 @@ class Workload:
     # pairs first; while a verdict is undecided, more pairs up to `max_runs`
     # (None: 3 x runs); `block` runs per server launch.
     max_runs: int | None = None
-    block: int = 1
+    # None: chosen by `specdsl calibrate`'s measured costs and noises
+    # (plan/looks.block_of), 1 when nothing is calibrated
+    block: int | None = attrs.field(default=None, metadata={"omit_none": True})
     warmup: int = 1
     # seconds of warmup after every launch (batches of `concurrency`
     # requests, after the `warmup` ones, until it has passed); None: none,

@@ -348,7 +348,7 @@ def paired_cost(step) -> str:
     if "track_lock" in step.payload:
         against = f"track {step.payload['experiment'].baseline.name} rebuilt from {step.payload['track_lock']}"
     text = (f"paired with {against} (two fresh launches a pair): {pairs} pair{'s' if pairs != 1 else ''} "
-            f"to the first look, {launches(pairs)} launches, {2 * pairs * workload.block} runs")
+            f"to the first look, {launches(pairs)} launches, {2 * pairs * (workload.block or 1)} runs")
     if most > first_pairs(workload):
         text += f"; up to {most - pairs} more pairs while undecided"
     return text

@@ -63,3 +63,20 @@ def first_pairs(workload, looks: dict | None = None) -> int:
     """Pairs a paired comparison measures before its first look that can
     decide (at least `runs`, at least 2)."""
     return schedule_for(workload, looks).looks()[0]
+
+
+def block_of(workload, state=None, experiment: str = "") -> int:
+    """Runs of each arm on each launch of a pair: the workload's `block`
+    when set; else what `specdsl calibrate EXPERIMENT` found buys the most
+    precision for the time (its recorded `block.suggested`, from the
+    measured launch and run costs and noises: verdict.runs_per_launch);
+    else 1."""
+    if workload.block is not None:
+        return int(workload.block)
+    for run in reversed(getattr(state, "runs", ()) if state is not None else ()):
+        if run.step == f"calibrate.{experiment}" and run.status == "completed":
+            suggested = dict(run.metrics).get("block.suggested")
+            if suggested:
+                return max(1, int(suggested))
+            break
+    return 1

@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
+import attrs
 import pytest
 
 from specdsl.apply import Reason, Status, apply_plan
@@ -402,6 +403,17 @@ def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_p
     sd = dict(run.metrics)["noise.tps"]
     assert 0.0 < sd < 0.2 and run.runs == 4
     assert len(lives(life)) == 8  # 4 pairs of two fresh launches each, and no separate run of the twin
+    # launch and run noise apart (2 runs on every launch), the costs, and the runs per launch they suggest
+    metrics = dict(run.metrics)
+    assert metrics["noise_run.tps"] >= 0 and metrics["noise_launch.tps"] >= 0
+    assert metrics["cost.launch_s"] > 0 and metrics["cost.run_s"] > 0
+    assert 1 <= metrics["block.suggested"] <= 16 and metrics["block.suggested"] == int(metrics["block.suggested"])
+    assert "Launch and run noise apart" in done.stdout and "Runs per launch that buy the most precision" in done.stdout
+    from specdsl.plan.looks import block_of
+
+    cand = resolve_file(tmp_path / "walk.spec").config.experiment("cand")
+    assert cand.workload.block is None and block_of(cand.workload, state, "cand") == int(metrics["block.suggested"])
+    assert block_of(attrs.evolve(cand.workload, block=3), state, "cand") == 3  # a declared block wins
     after = cli("plan", "--no-refresh", "walk.spec")
     assert "detectable effect" in after.stdout and f"noise {sd:.3g}" in after.stdout, after.stdout
 

@@ -13,7 +13,8 @@ cause; of two: two causes that act only together), else at 100 tok/s.
 90 tok/s: right at a `>= baseline * 0.9` threshold, with noise of its own,
 so that the few runs of a test do not decide it (INCONCLUSIVE).
 `GET /speed` answers `{"tps": ...}` with a seeded Gaussian noise of CV
-`--noise` (seeded by `--seed` and the request count: reproducible);
+`--noise` (seeded by `--seed`, how many servers of its kind started
+before it and the request count: reproducible, each launch its own draws);
 `/health` 200; POST answers a completion.
 """
 
@@ -43,7 +44,20 @@ CAUSES = [set(group) for group in json.loads(opts.get("--causes", "[]"))]
 SLOW = any(group <= markers for group in CAUSES)
 VAGUE = not SLOW and any(set(group) <= markers for group in json.loads(opts.get("--vague", "[]")))
 NOISE = float(opts.get("--noise", 0.0))
-RNG = random.Random(int(opts.get("--seed", 0)) * 7919 + (1 if SLOW else 2 if VAGUE else 0))
+# how many servers of this kind the test started before this one (a count
+# in a file of its working folder, the test's own) joins the seed: every
+# launch of a pair draws its own noise, and the same test draws the same on
+# every machine (launches of one kind come one after the other)
+_KIND = "slow" if SLOW else "vague" if VAGUE else "plain"
+_COUNT = os.path.join(os.getcwd(), f".bisect-double-{_KIND}.launches")
+try:
+    with open(_COUNT) as f:
+        LAUNCH = len(f.read())
+except FileNotFoundError:
+    LAUNCH = 0
+with open(_COUNT, "a") as f:
+    f.write("x")
+RNG = random.Random(int(opts.get("--seed", 0)) * 7919 + (1 if SLOW else 2 if VAGUE else 0) + 104729 * LAUNCH)
 
 
 def speed() -> float:

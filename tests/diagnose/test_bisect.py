@@ -96,7 +96,7 @@ def test_the_budget_ends_the_search_with_the_smallest_set_so_far():
     assert search.culprit == items  # the first half did not reproduce; nothing smaller is known yet
 
 
-def _spec(base_args: dict, cand_args: dict, cand_env: dict, causes, noise: float = 0.01, vague=()) -> str:
+def _spec(base_args: dict, cand_args: dict, cand_env: dict, causes, noise: float = 0.005, vague=()) -> str:
     def server(name, args, env):
         argv = [sys.executable, DOUBLE, "{port}", "--causes", json.dumps(causes), "--vague", json.dumps(list(vague)),
                 "--noise", str(noise), "--seed", "3"]

@@ -159,7 +159,7 @@ def test_upgrade_fails_and_says_the_server_chose_triton(story, capsys):
     expected = [
         '1. effective.attention_backend: flashinfer -> triton  [server default]  '
         'log: "Attention backend not specified. Use triton backend by default."',
-        "2. log (candidate only, 2 of 2 launches: 1, 3): RISK: Blackwell + DeepGEMM",
+        "2. log (candidate only, 3 of 3 launches: 1, 2, 4): RISK: Blackwell + DeepGEMM",
         "3. stack.resolved.sglang: 0.5.6 -> 0.5.9  (the serving engine itself; declared sglang==0.5.6 -> sglang==0.5.9)",
         "4. env.CUDA_HOME: /usr/local/cuda-12.8 -> /usr/local/cuda-13.0",
         "5. env.TRITON_PTXAS_PATH: (unset) -> /usr/local/cuda-13.0/bin/ptxas",

@@ -38,7 +38,7 @@ from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
 from specdsl.graph.pairs import BASELINE, CANDIDATE, pair_order, run_order
 from specdsl.hosts import Cancelled
-from specdsl.plan.looks import first_pairs, max_runs
+from specdsl.plan.looks import block_of, first_pairs, max_runs
 
 
 @attrs.define
@@ -119,6 +119,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
     lock = threading.Lock()
     fits = gpus.split(walk, ctx.addr, decl, [arms[BASELINE].server, arms[CANDIDATE].server])
     side_by_side = done.side_by_side = fits is not None
+    block = block_of(workload, ctx.writer.state, exp.name)
     names = {BASELINE: base.name, CANDIDATE: exp.name}
     w_run = attrs.evolve(workload, runs=1, warmup=0, warmup_time=None,
                          dataset=local_dataset(workload.dataset, walk.spec_dir))
@@ -215,6 +216,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         arm = arms[letter]
         sub = folder / f"pair-{i}-{letter}-{j}"
         say = block_progress(ctx.progress, i, letter, len(done.runs), total)
+        began = time.monotonic()
         try:
             if w_run.command:
                 say("run 1/1: the command")
@@ -226,9 +228,10 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
                 # both arms of a pair get the same fresh prompts for their j-th run; each pair new ones
                 result = bench.run_benchmark(w_run, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
                                              tokenizer=tokenizer, progress=say, stop=ctx.stop,
-                                             server=adapter.server_side(), first_run=i * workload.block + j)
+                                             server=adapter.server_side(), first_run=i * block + j)
         except bench.BenchError as exc:
             raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})", str(sub)) from None
+        done.launches[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
             done.warnings.append(f"{ctx.addr} pair {i} arm {letter} ({arm.name}): {w}")
         start = len(done.runs)
@@ -238,11 +241,11 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         if pair is None:
             pair = {"pair": i, "blocks": []}
             done.pairs.append(pair)
-        block = next((b for b in pair["blocks"] if b["arm"] == letter), None)
-        if block is None:
-            block = {"arm": letter, "runs": [], "launch": n}
-            pair["blocks"].append(block)
-        block["runs"] += list(range(start, start + len(result.runs)))
+        mine = next((b for b in pair["blocks"] if b["arm"] == letter), None)
+        if mine is None:
+            mine = {"arm": letter, "runs": [], "launch": n}
+            pair["blocks"].append(mine)
+        mine["runs"] += list(range(start, start + len(result.runs)))
 
     def snap_end() -> None:
         """The GPU snapshot at the end of the runs so far, beside the servers
@@ -266,7 +269,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
                 done.warnings.append(f"{ctx.addr} pair {i} arm {b['arm']} ({arms[b['arm']].name}, launch {b['launch']}): {said}")
 
     def measure_pair(i: int, planned: int) -> None:
-        total = 2 * workload.block * planned
+        total = 2 * block * planned
         measure_arms(i, total)
         cold_starts(i)
 
@@ -275,7 +278,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
             launch_all(i, pair_order(i))
             for letter in pair_order(i):
                 warm(i, letter)
-            for letter, j in run_order(i, workload.block, True):
+            for letter, j in run_order(i, block, True):
                 one_run(i, letter, j, total)
             snap_end()
             stop_all()
@@ -283,7 +286,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         for letter in pair_order(i):
             launch_all(i, (letter,))
             warm(i, letter)
-            for _, j in run_order(i, workload.block, False)[:workload.block]:
+            for _, j in run_order(i, block, False)[:block]:
                 one_run(i, letter, j, total)
             snap_end()
             stop_arm(letter)
