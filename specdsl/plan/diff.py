@@ -186,6 +186,8 @@ def make_plan(
                 reason += "; " + paired_cost(step)
                 gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
                 reason += f"; both arms on {gpus}" if gpus else ""
+            if action is Action.RUN and step.payload["experiment"].workload.command:
+                reason += "; runs " + command_preview(step.payload["experiment"])
         elif kind == "launch":
             needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
             alive = step.identity in refresh.servers
@@ -299,6 +301,25 @@ def noise_note(step, state, spec: str) -> str:
     if most > first:
         at += f", {mde_ratio(sd, most) - 1:.1%} at {most}"
     return f"; detectable effect {at} (noise {sd:.3g}, calibrated {runs[-1].finished})"
+
+
+def command_preview(exp) -> str:
+    """A command workload's argv as it will run: `{model}`, `{host}` and
+    `{base_url}` expanded, `{port}` left as written (a free port is picked at
+    launch); each argument quoted as a shell would need it, a sensitive
+    value (`--api-key VALUE`) shown as `(sensitive)`."""
+    import shlex
+
+    from specdsl.model.placeholders import expand_argv
+
+    server = exp.server
+    values = {"host": "127.0.0.1", "model": server.model}
+    if server.port is not None:
+        values["port"] = str(server.port)
+        values["base_url"] = f"http://127.0.0.1:{server.port}"
+    else:
+        values["base_url"] = "http://127.0.0.1:{port}"
+    return shlex.join(secrets.redact_argv(expand_argv(exp.workload.command, values)))
 
 
 def paired_cost(step) -> str:
