@@ -15,6 +15,7 @@ from specdsl.plan.diff import make_plan
 from specdsl.plan.files import job_files, missing_detail, missing_files, planned_copies, render_copies
 from specdsl.plan.model import Refresh
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
+from specdsl.cli.views import coloured_plan
 from specdsl.plan.render import render_json, render_text
 from specdsl.plan.slurm import render_jobs, slurm_jobs
 from specdsl.state import LockError, StateError, load_state, state_dir_for
@@ -254,7 +255,7 @@ def cmd_plan(args) -> int:
             doc["login_node_files"] = [c.as_json() for c in copies]
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + render_copies(copies, notes) + _render_stale(stale, _holder(args) if stale else None))
+        sys.stdout.write(coloured_plan(render_text(plan)) + render_jobs(graph, plan) + render_copies(copies, notes) + _render_stale(stale, _holder(args) if stale else None))
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
@@ -308,7 +309,7 @@ def cmd_show(args) -> int:
     except PlanFileError as exc:
         error(str(exc))
         return EXIT_ERROR
-    sys.stdout.write(render_json(plan) if args.json else render_text(plan))
+    sys.stdout.write(render_json(plan) if args.json else coloured_plan(render_text(plan)))
     return EXIT_OK
 
 
@@ -370,7 +371,9 @@ def cmd_state_show(args) -> int:
     if isinstance(state_dir, int):
         return state_dir
     listing = shlex.join(["specdsl", "state", "list", *_pointing(args)])
-    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing))
+    from specdsl.model.printer import canonical_expr_text
+
+    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing, canonical_expr_text))
 
 
 def cmd_force_unlock(args) -> int:

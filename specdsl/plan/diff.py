@@ -293,7 +293,7 @@ def noise_note(step, state, spec: str) -> str:
     runs = [r for r in getattr(state, "runs", ()) if r.step == f"calibrate.{exp.name}" and r.status == "completed"]
     sd = dict(runs[-1].metrics).get(f"noise.{metric}") if runs else None
     if sd is None:
-        return f"; noise of {metric} unknown: measure it with `specdsl calibrate {spec} {exp.name}`"
+        return f"; noise of {metric} unknown: measure it with `specdsl calibrate {exp.name} {spec}`"
     from specdsl.verdict import mde_ratio
 
     first, most = first_pairs(exp.workload), max_runs(exp.workload)

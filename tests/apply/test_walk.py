@@ -384,8 +384,8 @@ def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_p
                               timeout=300, env=env)
 
     before = cli("plan", "--no-refresh", "walk.spec")
-    assert "noise of tps unknown: measure it with `specdsl calibrate walk.spec cand`" in before.stdout, before.stdout
-    done = cli("calibrate", "walk.spec", "cand", "--pairs", "4", "--yes")
+    assert "noise of tps unknown: measure it with `specdsl calibrate cand walk.spec`" in before.stdout, before.stdout
+    done = cli("calibrate", "cand", "walk.spec", "--pairs", "4", "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Noise of cand (4 A/A pairs" in done.stdout and "tps" in done.stdout
     state = load_state(tmp_path / ".specdsl")
