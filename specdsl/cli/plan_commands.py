@@ -103,12 +103,19 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
     if no_refresh:
         fresh = Refresh.from_state(state)
     else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
-        from specdsl.apply.refresh import refresh
+        from specdsl.apply.refresh import Unreachable, refresh
 
         cfg = loaded.resolved.config
         names = {h.name: h for h in cfg.hosts} | {e.host.name: e.host for e in cfg.experiments}
         wanted = {s.identity: s.payload["host"] for s in graph.steps.values() if s.kind == "provision"}
-        fresh = refresh(state, names=names, wanted=wanted)
+        try:
+            fresh = refresh(state, names=names, wanted=wanted, strict=True)
+        except Unreachable as exc:
+            for cause in exc.causes:
+                error(f"cannot refresh: {cause}")
+            print("  = hint: the plan needs to ask each host what still runs there; check the host and your ssh "
+                  "config, or plan offline from recorded state with --no-refresh (-refresh=false)", file=sys.stderr)
+            return None, None
     plan = make_plan(
         graph,
         state,
