@@ -10,7 +10,7 @@ from pathlib import Path
 from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec, state_error
 from specdsl.cli.lang_commands import add_var_args
 from specdsl.graph.build import build_graph
-from specdsl.names import natural_key, natural_sorted
+from specdsl.names import cell_parts, natural_key, natural_sorted, target_matches
 from specdsl.plan.diff import make_plan
 from specdsl.plan.files import job_files, missing_detail, missing_files, planned_copies, render_copies
 from specdsl.plan.model import Refresh
@@ -91,12 +91,19 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
         return None, None
     experiments = loaded.resolved.config.experiments
     known = {e.name for e in experiments} | {e.group for e in experiments}
-    unknown = [t for t in getattr(args, "target", []) if t not in known]
+    unknown = [t for t in getattr(args, "target", []) if not any(target_matches(t, e.name) for e in experiments)]
     if unknown:
         from specdsl.diag import did_you_mean
 
         groups = natural_sorted({e.group for e in experiments})
         for target in unknown:
+            parts = cell_parts(target)
+            cells = [e for e in experiments if parts is not None and e.group == parts[0] and e.matrix]
+            if cells and parts[1]:  # a slice no cell matches: say the keys and values there are
+                shown = "; ".join(f"{k}: {', '.join(natural_sorted({str(dict(e.matrix)[k]) for e in cells}))}"
+                                  for k in dict(cells[0].matrix))
+                error(f"--target {target}: no cell of {parts[0]} has those values in {loaded.spec}; its matrix: {shown}")
+                continue
             hint = did_you_mean(target, known) or "experiments: " + ", ".join(groups)
             error(f"--target {target}: no experiment of that name in {loaded.spec}; {hint}")
         return None, None

@@ -428,10 +428,11 @@ def _select(graph: Graph, targets: tuple[str, ...]) -> set[str]:
     """Every step, or with --target only the targets' steps and what they need."""
     if not targets:
         return set(graph.steps)
+    from specdsl.names import target_matches
+
     chosen: set[str] = set()
     for exp, addrs in graph.by_experiment.items():
-        group = exp.split("[", 1)[0]
-        if exp in targets or group in targets:
+        if any(target_matches(t, exp) for t in targets):  # an experiment, a cell, or a slice of its matrix
             for a in addrs.values():
                 for addr in (a if isinstance(a, tuple) else (a,)):
                     chosen.add(addr)
