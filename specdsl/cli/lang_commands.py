@@ -67,6 +67,8 @@ def cmd_validate(args) -> int:
         doc = {
             "format_version": 1,
             "valid": not failed,
+            # every file's diagnostics in one list too, as every --json command prints them on invalid input
+            "diagnostics": [_masked(d.to_json()) for _name, r in results for d in r.diags],
             "files": [
                 {
                     "file": name,

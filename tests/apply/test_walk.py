@@ -280,7 +280,8 @@ experiment "e" {
     assert plan.change("benchmark.e").action.word == "reuse" and again.launches == 0
     # two more runs wanted: only those two are made, the result holds four
     plan, more, state = apply_spec(tmp_path, spec.replace("runs = 2", "runs = 4"), env_root)
-    assert plan.change("benchmark.e").reason == "2 more runs needed (2 recorded, 4 wanted)"
+    reason = plan.change("benchmark.e").reason  # then the command workload's argv, as it will run
+    assert reason.startswith("2 more runs needed (2 recorded, 4 wanted); runs ") and "walk_probe.py" in reason
     assert more.exit_code() == 0, failures(more)
     result = state.result(state.runs_of("benchmark.e")[-1].identity)
     assert result.runs == 4
