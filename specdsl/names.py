@@ -42,3 +42,41 @@ def natural_sorted(names) -> list[str]:
     """`names` sorted by `natural_key`."""
     names = list(names)
     return sorted(names, key=natural_key) if len(names) > 1 else names  # most steps serve one cell
+
+
+def cell_parts(name: str) -> tuple[str, dict[str, str]] | None:
+    """(experiment, {key: value text}) of `sweep[backend=fa3,concurrency=16]`
+    (spaces around keys and values ignored); (name, {}) for a plain name;
+    None when the brackets do not parse."""
+    head, bracket, rest = name.partition("[")
+    if not bracket:
+        return name.strip(), {}
+    if not rest.endswith("]"):
+        return None
+    values: dict[str, str] = {}
+    for item in rest[:-1].split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            return None
+        values[key.strip()] = value.strip()
+    return head.strip(), values
+
+
+def target_matches(target: str, cell: str) -> bool:
+    """Whether `--target TARGET` picks the cell named `cell`: the
+    experiment's name (every cell of it), the cell's own name, or a slice,
+    some of its matrix values (`sweep[backend=fa3]`: every cell with
+    backend fa3), written in any order; numbers compare by value."""
+    want, have = cell_parts(target), cell_parts(cell)
+    if want is None or have is None or want[0] != have[0]:
+        return False
+    return all(key in have[1] and _same(have[1][key], value) for key, value in want[1].items())
+
+
+def _same(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False

@@ -8,7 +8,8 @@ Semantics (for now; the noise-aware verdicts build on the same inputs):
   statistic (`p99(itl)`);
 - `baseline.X` reads the baseline's results the same way; `effective.NAME`
   the server's effective configuration; durations compare in milliseconds
-  (`200ms`, `1s` = 1000) and `3%` is 0.03.
+  (`200ms`, `1s` = 1000), beside a metric counted in seconds (`duration`)
+  in seconds, and `3%` is 0.03.
 Missing data is never a pass: the verdict is "inconclusive" with the reason.
 """
 
@@ -135,8 +136,17 @@ def evaluate(expr: ast.Expr, mine: Results | None, baseline: Results | None, env
             return evaluate(expr.left, mine, baseline, env, shown) and evaluate(expr.right, mine, baseline, env, shown)
         if expr.op == "or":
             return evaluate(expr.left, mine, baseline, env, shown) or evaluate(expr.right, mine, baseline, env, shown)
-        a = evaluate(expr.left, mine, baseline, env, shown)
-        b = evaluate(expr.right, mine, baseline, env, shown)
+        left, right = expr.left, expr.right
+        if expr.op in ("+", "-", "==", "!=", "<", "<=", ">", ">="):
+            # a duration beside a metric in seconds (`duration <= 20m`) reads in seconds
+            from specdsl.model.assert_shape import in_seconds, time_unit
+
+            if time_unit(left) == "s":
+                right = in_seconds(right)
+            elif time_unit(right) == "s":
+                left = in_seconds(left)
+        a = evaluate(left, mine, baseline, env, shown)
+        b = evaluate(right, mine, baseline, env, shown)
         op = expr.op
         if op == "+":
             return a + b

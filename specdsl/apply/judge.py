@@ -12,6 +12,12 @@ An assertion is read by its shape:
   taken as a constant and the candidate's per-run values decide, and the
   verdict says that drift between the two is not controlled (and, for a
   track, how old the baseline is).
+- **difference**: a candidate term against a baseline term plus a constant
+  (`p99(ttft) <= p99(baseline.ttft) + 20ms`, `a - baseline.a <= d`).
+  Paired: a one-sided t interval on the per-pair differences (candidate
+  block minus baseline block) against the constant; not paired: the
+  baseline's value plus the constant is the threshold of the candidate's
+  per-run values, drift not controlled.
 - **absolute**: a candidate term against a constant (`p99(itl) <= 50ms`):
   a t interval on the term's per-run (per-block) values.
 - anything else (`effective.*`, `var.*`, boolean logic): exact.
@@ -117,6 +123,8 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
             note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
             return _verdict(name, d, gating=True,
                             note=_joined(f"baseline value {base:.4g} x {k:g}; {note}", v.describe_outliers(values, "the candidate's runs")))
+        if shape.kind == "difference":
+            return _difference(name, shape, measured, env, alpha)
         threshold = _constant(shape.k, env)
         if measured.pairs:
             values = [_value(shape.candidate, b, None, env) for _a, b in measured.pairs]
@@ -129,6 +137,27 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
         return checks.Verdict(name, "error", str(exc), gating=True)
     except (TypeError, ValueError, ZeroDivisionError) as exc:
         return checks.Verdict(name, "error", f"cannot compute: {exc}", gating=True)
+
+
+def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -> checks.Verdict:
+    """A difference test: paired differences, or the candidate's runs
+    against the baseline's value plus the offset."""
+    from specdsl import verdict as v
+
+    d = _constant(shape.k, env)
+    if measured.pairs:
+        diffs = [_value(shape.candidate, b, None, env) - _value(shape.baseline, None, a, env) for a, b in measured.pairs]
+        flagged = v.describe_outliers(diffs, "the pairs' differences", [f"pair {i}" for i in range(len(diffs))])
+        return _verdict(name, v.absolute_decision(diffs, shape.op, d, alpha=alpha), gating=True,
+                        note=_joined("paired differences (candidate block - baseline block)", flagged))
+    if measured.baseline is None:
+        return checks.Verdict(name, "error", measured.baseline_missing or "the baseline has no results", gating=True)
+    base = _value(shape.baseline, None, measured.baseline, env)
+    values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
+    note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
+    return _verdict(name, v.absolute_decision(values, shape.op, base + d, alpha=alpha), gating=True,
+                    note=_joined(f"baseline value {base:.4g} {'+' if d >= 0 else '-'} {abs(d):g}; {note}",
+                                 v.describe_outliers(values, "the candidate's runs")))
 
 
 def _joined(*notes: str) -> str:

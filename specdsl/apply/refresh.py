@@ -10,7 +10,11 @@ A record names its host by physical key (`local`, `ssh:...`); records of
 earlier versions name a host block, which `names` maps to its declaration.
 A host this version cannot drive is not asked: its records are trusted.
 A host that cannot be reached (an ssh host down, a key refused) is not
-asked either: its records are trusted and a drift note says why. A server
+asked either: its records are trusted and a drift note says why; with
+`strict` (what `specdsl plan` and `apply` use), a host the spec declares
+that cannot be reached is an error instead (`Unreachable`, naming each
+such host and the cause): a plan that silently trusted it would say
+"changes pending" for the wrong reason. `--no-refresh` plans offline. A server
 on a remote host is asked through a port forwarded for this refresh (the
 address state records is a forward of the apply that started it).
 """
@@ -30,6 +34,16 @@ from specdsl.model.config import Host as HostDecl
 from specdsl.plan.model import Refresh
 
 _LOCAL = None  # the declaration of this machine (a host block without ssh)
+
+
+class Unreachable(Exception):
+    """Hosts of the spec that refresh could not reach: `causes` maps each
+    one's description to why (`host gpu8 (bench@gpu8): connecting: unknown
+    host ...`)."""
+
+    def __init__(self, causes: list[str]) -> None:
+        self.causes = causes
+        super().__init__("; ".join(causes))
 
 
 def address_now(host, record) -> str:
@@ -74,23 +88,31 @@ def _decl_of(recorded_host: str, names: dict[str, Any]):
 
 
 def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] | None = None,
-            wanted: dict[str, Any] | None = None) -> Refresh:
+            wanted: dict[str, Any] | None = None, *, strict: bool = False) -> Refresh:
     """Ask each record's host what still exists. `names` maps the spec's
     host block names to their declarations (for records written by earlier
     versions, which name the block). `wanted` maps the identities of the
     environments the plan needs to their host's declaration: one that state
     does not record but its host holds (the cache is shared by every spec)
-    counts as existing, so the plan says `=` and apply reuses it."""
+    counts as existing, so the plan says `=` and apply reuses it. With
+    `strict`, a host of `names` or `wanted` that cannot be reached raises
+    `Unreachable` (after every host was tried: all are named at once)."""
     own_registry = registry is None
     registry = registry or HostRegistry()
     try:
-        return _refresh(state, registry, names or {}, wanted)
+        fresh, unreachable = _refresh(state, registry, names or {}, wanted)
+        if strict:
+            declared = {host_key_of(d) for d in [*(names or {}).values(), *(wanted or {}).values()] if d is not None}
+            causes = [cause for key, cause in sorted(unreachable.items()) if key in declared]
+            if causes:
+                raise Unreachable(causes)
+        return fresh
     finally:
         if own_registry:
             registry.close()  # an ssh host's master connection ends with the refresh
 
 
-def _refresh(state, registry: HostRegistry, names: dict[str, Any], wanted: dict[str, Any] | None) -> Refresh:
+def _refresh(state, registry: HostRegistry, names: dict[str, Any], wanted: dict[str, Any] | None) -> tuple[Refresh, dict[str, str]]:
     if state is None:
         from specdsl.state import State
 
@@ -147,7 +169,7 @@ def _refresh(state, registry: HostRegistry, names: dict[str, Any], wanted: dict[
             if host_key_of(decl) not in unreachable:
                 unreachable[host_key_of(decl)] = str(exc)
                 drift.append(f"{exc}: environments there are taken as missing")
-    return Refresh(frozenset(envs), frozenset(servers), tuple(drift))
+    return Refresh(frozenset(envs), frozenset(servers), tuple(drift)), unreachable
 
 
 def _server_up(host, srv) -> bool:

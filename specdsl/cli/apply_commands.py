@@ -34,6 +34,7 @@ from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common, build_plan
 from specdsl.cli.recorded_servers import graph_hosts, launch_identities
+from specdsl.cli.views import coloured_plan
 from specdsl.graph.build import build_graph
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
@@ -116,7 +117,7 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
     registry = HostRegistry()
     seen = survey(state, registry, graph_hosts(graph), launch_identities(graph))
     if not args.json:
-        sys.stdout.write(render_text(plan) + render_jobs(graph, plan))
+        sys.stdout.write(coloured_plan(render_text(plan)) + render_jobs(graph, plan))
         _print_stale(stale(seen))
         sys.stdout.flush()
     live_stale = [s for s in stale(seen) if s.condition != "not running"]

@@ -28,8 +28,10 @@ EFFECTS = (0.02, 0.05, 0.10)
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("calibrate", help="measure an experiment against itself (A/A pairs) and record its noise")
-    p.add_argument("file", metavar="FILE", help="the spec")
+    # EXPERIMENT FILE, as diagnose, bisect, history and report take a name then the spec;
+    # the old order (FILE EXPERIMENT) still works, with a note (cmd_calibrate)
     p.add_argument("experiment", metavar="EXPERIMENT", help="the experiment (cell) to measure")
+    p.add_argument("file", metavar="FILE", help="the spec")
     p.add_argument("--pairs", type=int, default=DEFAULT_PAIRS, help=f"A/A pairs to measure (default {DEFAULT_PAIRS}, at least 2)")
     p.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     add_common(p, target=False)
@@ -47,6 +49,15 @@ def aa_config(cfg: config.Config, exp: config.Experiment, pairs: int) -> tuple[c
     return attrs.evolve(cfg, experiments=(twin, cand)), cand.name
 
 
+def _old_order(first: str, second: str) -> bool:
+    """Whether `calibrate FIRST SECOND` was written spec first: FIRST is a
+    file (or names a .spec) and SECOND is not a file."""
+    from pathlib import Path
+
+    first_is_spec = Path(first).is_file() or first.endswith(".spec")
+    return first_is_spec and not Path(second).is_file()
+
+
 def cmd_calibrate(args) -> int:
     from specdsl.apply.judge import blocks_of
     from specdsl.apply.results import document_of
@@ -59,6 +70,11 @@ def cmd_calibrate(args) -> int:
     if args.pairs < 2:
         error("--pairs: at least 2 (an interval needs two pairs)")
         return EXIT_ERROR
+    if _old_order(args.experiment, args.file):
+        args.experiment, args.file = args.file, args.experiment
+        print(f"specdsl: warning: `specdsl calibrate FILE EXPERIMENT` is the old order; "
+              f"write `specdsl calibrate {args.experiment} {args.file}` (every command takes the name, then the spec)",
+              file=sys.stderr)
     loaded = load_spec(args)
     if loaded is None:
         return EXIT_ERROR

@@ -58,14 +58,22 @@ def load_spec(args) -> Loaded | None:
     `variables` holds `(sensitive)` for it (a saved plan given back to
     apply then takes the value from SPECDSL_VAR_NAME or a default), and
     the spec digest covers its value as a keyed digest, never as text."""
+    from specdsl.cli.lang_commands import print_invalid_json
+    from specdsl.diag import Diagnostic
+
+    as_json = getattr(args, "json", False)
     variables, bad = parse_vars(getattr(args, "vars", []))
     if bad:
-        print(f"specdsl: error: -var expects NAME=VALUE, got {bad[0]!r}", file=sys.stderr)
+        error(f"-var expects NAME=VALUE, got {bad[0]!r}")
+        if as_json:
+            print_invalid_json(args.file, [Diagnostic.error(f"-var expects NAME=VALUE, got {bad[0]!r}")])
         return None
     given = {k: v for k, v in variables.items() if v != secrets.SENSITIVE}  # a saved plan's placeholder
     resolved = resolve_file(Path(args.file), given, [Path(f) for f in getattr(args, "var_files", [])], environ=os.environ)
     print_diags(resolved.diags, resolved.sources.texts)
     if not resolved.ok:
+        if as_json:  # a --json command says why on stdout too: a script reads stdout alone
+            print_invalid_json(args.file, resolved.diags)
         return None
     cfg = resolved.config
     hidden = set(cfg.sensitive_variables)

@@ -38,6 +38,8 @@ def add_parsers(sub) -> None:
 
 
 def cmd_history(args) -> int:
+    from specdsl.cli.lang_commands import print_error_json
+
     usage = shlex.join(["specdsl", "history", args.track])
     try:
         # found as plan, apply and the state commands find it; no state there is an error that says where it looked
@@ -45,6 +47,8 @@ def cmd_history(args) -> int:
         state = load_state(state_dir)
     except StateError as exc:
         print(str(exc), file=sys.stderr)
+        if args.json:
+            print_error_json(exc.summary, exc.detail)
         return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
     where = state_path(state_dir)
     tracks = state.tracks() if state is not None else ()
@@ -52,6 +56,10 @@ def cmd_history(args) -> int:
         hint = did_you_mean(args.track, tracks)
         if not hint:
             hint = ("tracks with promotions: " + ", ".join(tracks)) if tracks else "nothing has been promoted in this state yet"
+        if args.json:  # an empty result, not an error: a script reads `promotions: []`
+            print(f"{where}: warning: No promotions of track `{args.track}` recorded; {hint}", file=sys.stderr)
+            sys.stdout.write(render_json(args.track, where, [], state_dir))
+            return EXIT_OK
         print(f"{where}: error: No promotions of track `{args.track}` recorded; {hint}", file=sys.stderr)
         return EXIT_ERROR
     entries = history(state, args.track)

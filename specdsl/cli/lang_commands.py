@@ -40,7 +40,8 @@ def add_parsers(sub) -> None:
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("fmt", help="rewrite spec files in the canonical layout")
-    p.add_argument("files", nargs="+", metavar="FILE", help="spec files to rewrite in place (unless --check or --diff)")
+    p.add_argument("files", nargs="+", metavar="FILE|DIR",
+                   help="spec files to rewrite in place (unless --check or --diff); a folder: every .spec file under it")
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file is not formatted")
     p.add_argument("--diff", action="store_true", help="print the changes as a unified diff instead of writing")
     p.set_defaults(handler=cmd_fmt)
@@ -66,6 +67,8 @@ def cmd_validate(args) -> int:
         doc = {
             "format_version": 1,
             "valid": not failed,
+            # every file's diagnostics in one list too, as every --json command prints them on invalid input
+            "diagnostics": [_masked(d.to_json()) for _name, r in results for d in r.diags],
             "files": [
                 {
                     "file": name,
@@ -81,14 +84,62 @@ def cmd_validate(args) -> int:
     return 1 if failed else 0
 
 
+def print_invalid_json(name: str | None, diags, stream=None) -> None:
+    """What a `--json` command prints on stdout for input it cannot use
+    (docs/language.md): `valid: false` and every diagnostic, in
+    `diagnostics` and, for a spec, per file as `validate --json` does."""
+    shown = [_masked(d.to_json()) for d in diags]
+    doc: dict = {"format_version": 1, "valid": False, "diagnostics": shown}
+    if name is not None:
+        doc["files"] = [{"file": name, "valid": False, "experiments": [], "diagnostics": shown}]
+    stream = stream or sys.stdout
+    json.dump(doc, stream, indent=2)
+    stream.write("\n")
+
+
+def print_error_json(message: str, detail: str = "", stream=None, file: str | None = None) -> None:
+    """`print_invalid_json` for an error that is not in a spec (a state
+    file, a plan file, an unknown name): one diagnostic without a range,
+    with the `file` it is about when there is one."""
+    shown = _masked({"severity": "error", "summary": message, **({"detail": detail} if detail else {})})
+    if file:
+        shown["file"] = file
+    doc = {"format_version": 1, "valid": False, "diagnostics": [shown]}
+    stream = stream or sys.stdout
+    json.dump(doc, stream, indent=2)
+    stream.write("\n")
+
+
 def _masked(doc: dict) -> dict:
     """A diagnostic's JSON with sensitive values in its texts overwritten."""
     return {k: secrets.mask_source(v) if isinstance(v, str) else v for k, v in doc.items()}
 
 
+def _spec_files(names: list[str]) -> tuple[list[str], list[str]]:
+    """(files, empty folders): the files named, a folder as every `*.spec`
+    file under it (sorted, recursively; hidden folders such as `.specdsl`
+    and `.venv` left out)."""
+    out: list[str] = []
+    empty: list[str] = []
+    for name in names:
+        path = Path(name)
+        if not path.is_dir():
+            out.append(name)
+            continue
+        found = [str(f) for f in sorted(path.rglob("*.spec"))
+                 if f.is_file() and not any(part.startswith(".") for part in f.relative_to(path).parts)]
+        out += found
+        if not found:
+            empty.append(name)
+    return out, empty
+
+
 def cmd_fmt(args) -> int:
-    status = 0
-    for name in args.files:
+    files, empty = _spec_files(args.files)
+    for name in empty:
+        print(f"specdsl: error: no .spec file under the folder {name}", file=sys.stderr)
+    status = 1 if empty else 0
+    for name in files:
         path = Path(name)
         shown = display_name(path)
         sources, diags = Sources(), []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import re
 import sys
 
 from specdsl import __version__, secrets
@@ -25,8 +26,10 @@ RECURSION_LIMIT = 10_000
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # usage errors exit 1, like every other user mistake
+        # one prefix for every error not about a file: `specdsl: error:` (the command named in the message)
         self.print_usage(sys.stderr)
-        self.exit(EXIT_ERROR, f"{self.prog}: error: {message}\n")
+        command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        self.exit(EXIT_ERROR, f"specdsl: error: {command + ': ' if command else ''}{message}\n")
 
     def _check_value(self, action, value) -> None:
         """An unknown (sub)command names the closest one (`specdsl aply`:
@@ -70,6 +73,40 @@ def _command_modules(with_apply: bool = True):
     return modules + [report_commands]
 
 
+class _Watched:
+    """A text stream that remembers what went through it: for a `--json`
+    command that failed without a word on stdout (main)."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.text: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.text.append(text)
+        return self._stream.write(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def _json_failure(err_text: str) -> None:
+    """The JSON diagnostics of a `--json` command that failed before it
+    could print its document: the first error line as the summary, the rest
+    as the detail, so stdout always holds JSON."""
+    from specdsl.cli.lang_commands import print_error_json
+
+    lines = [ln for ln in err_text.splitlines() if ln.strip()]
+    first = next((i for i, ln in enumerate(lines) if "error:" in ln), 0)
+    where, _, summary = lines[first].partition("error:") if lines else ("", "", "failed")
+    where = where.strip().rstrip(":")
+    print_error_json(summary.strip() or lines[first].strip(), "\n".join(lines[first + 1:]).strip(),
+                     file=where if where and where != "specdsl" else None)
+
+
 class _Redacting:
     """A text stream that writes sensitive values as `(sensitive)`: what a
     run prints (a failure's command line, a server's last log lines) passes
@@ -90,6 +127,45 @@ class _Redacting:
         return getattr(self._stream, name)
 
 
+_SINGLE_DASH = re.compile(r"^-([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(=.*)?$")
+
+
+def terraform_spellings(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+    """Terraform's single-dash long options read as ours: `-out=x.plan` is
+    `--out=x.plan` (argparse would read it as `-o` with the value
+    `ut=x.plan`), `-json`, `-var-file=F`, `-target=X`; `-refresh=false` is
+    `--no-refresh`. An option that is ours with one dash (`-var`) is kept;
+    everything after `--` is left alone."""
+    known = _option_strings(parser)
+    out: list[str] = []
+    for i, tok in enumerate(argv):
+        if tok == "--":
+            return out + argv[i:]
+        m = _SINGLE_DASH.match(tok)
+        if m is None or tok.split("=", 1)[0] in known:
+            out.append(tok)
+            continue
+        name, value = m.group(1), m.group(2) or ""
+        if name == "refresh" and value.lower() in ("=false", "=true"):
+            if value.lower() == "=false":
+                out.append("--no-refresh")
+            continue
+        out.append(f"--{name}{value}" if f"--{name}" in known else tok)
+    return out
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    found: set[str] = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for action in p._actions:
+            found.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     first = argv[0] if argv else None
@@ -106,8 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout, sys.stderr = _Redacting(sys.stdout), _Redacting(sys.stderr)
     try:
         parser = build_parser(lang_only=first in _LANG_COMMANDS, plan_only=first in _PLAN_COMMANDS)
-        args = parser.parse_args(argv)
-        return args.handler(args)
+        args = parser.parse_args(terraform_spellings(argv, parser))
+        if not getattr(args, "json", False):
+            return args.handler(args)
+        out, err = _Watched(sys.stdout), _Watched(sys.stderr)
+        sys.stdout, sys.stderr = out, err
+        code = args.handler(args)
+        if code not in (0, 2) and not "".join(out.text).strip():  # stdout is JSON or nothing: never nothing
+            _json_failure("".join(err.text))
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

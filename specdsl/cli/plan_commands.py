@@ -10,11 +10,12 @@ from pathlib import Path
 from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec, state_error
 from specdsl.cli.lang_commands import add_var_args
 from specdsl.graph.build import build_graph
-from specdsl.names import natural_key, natural_sorted
+from specdsl.names import cell_parts, natural_key, natural_sorted, target_matches
 from specdsl.plan.diff import make_plan
 from specdsl.plan.files import job_files, missing_detail, missing_files, planned_copies, render_copies
 from specdsl.plan.model import Refresh
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
+from specdsl.cli.views import coloured_plan
 from specdsl.plan.render import render_json, render_text
 from specdsl.plan.slurm import render_jobs, slurm_jobs
 from specdsl.state import LockError, StateError, load_state, state_dir_for
@@ -104,24 +105,38 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
         return None, None
     experiments = loaded.resolved.config.experiments
     known = {e.name for e in experiments} | {e.group for e in experiments}
-    unknown = [t for t in getattr(args, "target", []) if t not in known]
+    unknown = [t for t in getattr(args, "target", []) if not any(target_matches(t, e.name) for e in experiments)]
     if unknown:
         from specdsl.diag import did_you_mean
 
         groups = natural_sorted({e.group for e in experiments})
         for target in unknown:
+            parts = cell_parts(target)
+            cells = [e for e in experiments if parts is not None and e.group == parts[0] and e.matrix]
+            if cells and parts[1]:  # a slice no cell matches: say the keys and values there are
+                shown = "; ".join(f"{k}: {', '.join(natural_sorted({str(dict(e.matrix)[k]) for e in cells}))}"
+                                  for k in dict(cells[0].matrix))
+                error(f"--target {target}: no cell of {parts[0]} has those values in {loaded.spec}; its matrix: {shown}")
+                continue
             hint = did_you_mean(target, known) or "experiments: " + ", ".join(groups)
             error(f"--target {target}: no experiment of that name in {loaded.spec}; {hint}")
         return None, None
     if no_refresh:
         fresh = Refresh.from_state(state)
     else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
-        from specdsl.apply.refresh import refresh
+        from specdsl.apply.refresh import Unreachable, refresh
 
         cfg = loaded.resolved.config
         names = {h.name: h for h in cfg.hosts} | {e.host.name: e.host for e in cfg.experiments}
         wanted = {s.identity: s.payload["host"] for s in graph.steps.values() if s.kind == "provision"}
-        fresh = refresh(state, names=names, wanted=wanted)
+        try:
+            fresh = refresh(state, names=names, wanted=wanted, strict=True)
+        except Unreachable as exc:
+            for cause in exc.causes:
+                error(f"cannot refresh: {cause}")
+            print("  = hint: the plan needs to ask each host what still runs there; check the host and your ssh "
+                  "config, or plan offline from recorded state with --no-refresh (-refresh=false)", file=sys.stderr)
+            return None, None
     plan = make_plan(
         graph,
         state,
@@ -269,7 +284,7 @@ def cmd_plan(args) -> int:
             doc["login_node_files"] = [c.as_json() for c in copies]
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
-        sys.stdout.write(render_text(plan) + render_jobs(graph, plan) + render_copies(copies, notes) + _render_stale(stale, _holder(args) if stale else None))
+        sys.stdout.write(coloured_plan(render_text(plan)) + render_jobs(graph, plan) + render_copies(copies, notes) + _render_stale(stale, _holder(args) if stale else None))
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
@@ -323,7 +338,7 @@ def cmd_show(args) -> int:
     except PlanFileError as exc:
         error(str(exc))
         return EXIT_ERROR
-    sys.stdout.write(render_json(plan) if args.json else render_text(plan))
+    sys.stdout.write(render_json(plan) if args.json else coloured_plan(render_text(plan)))
     return EXIT_OK
 
 
@@ -385,7 +400,9 @@ def cmd_state_show(args) -> int:
     if isinstance(state_dir, int):
         return state_dir
     listing = shlex.join(["specdsl", "state", "list", *_pointing(args)])
-    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing))
+    from specdsl.model.printer import canonical_expr_text
+
+    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing, canonical_expr_text))
 
 
 def cmd_force_unlock(args) -> int:

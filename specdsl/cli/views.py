@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 
 from specdsl import secrets
@@ -24,3 +26,28 @@ def print_diags(diags: list[Diagnostic], sources: dict[str, str], stream=None) -
         if warnings:
             parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
         print(", ".join(parts), file=stream)
+
+
+# The plan's action symbols, coloured as Terraform colours them.
+_COLOURS = {"+": "32", "-/+": "33", "-": "31", ">": "36", "?": "35", "!": "1;32", "=": "2"}
+_ACTION_LINE = re.compile(r"^( *)(-/\+|\+|-|>|\?|!|=)( )", re.M)
+
+
+def use_colour(stream=None) -> bool:
+    """Colour only on a terminal, never when NO_COLOR is set (any value, as
+    no-color.org says) or TERM is `dumb`: a file or a pipe gets the same
+    bytes on every run."""
+    stream = stream or sys.stdout
+    if os.environ.get("NO_COLOR", "") != "" or os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def coloured_plan(text: str, stream=None) -> str:
+    """A plan's text with its action symbols coloured when `use_colour`;
+    otherwise the text unchanged (byte-stable)."""
+    if not use_colour(stream):
+        return text
+    text = _ACTION_LINE.sub(lambda m: f"{m[1]}\x1b[{_COLOURS[m[2]]}m{m[2]}\x1b[0m{m[3]}", text)
+    return re.sub(r"^(error|warning)(:)", lambda m: f"\x1b[{'31' if m[1] == 'error' else '33'}m{m[1]}\x1b[0m{m[2]}", text, flags=re.M)

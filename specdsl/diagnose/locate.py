@@ -65,10 +65,11 @@ def sides_of(state, cfg, graph, name: str, *, spec: str = "") -> Sides:
 def side_of(state, state_dir: Path, cfg, graph, ref: str, *, spec: str = "") -> tuple[object, object, str]:
     """(run, experiment or None, which arm: "candidate"/"baseline") for one
     side of `diff`: an experiment of the spec, an experiment recorded in
-    state, or a run id. A paired result is its candidate arm."""
+    state, or a run (`run.ID` as `state list` prints it, or the bare ID).
+    A paired result is its candidate arm."""
     if state is None:
         raise DiagnoseError("nothing is recorded in this state folder yet: run `specdsl apply` first")
-    run = state.run(ref)
+    run = state.run(ref) or (state.run(ref[len("run."):]) if ref.startswith("run.") else None)  # `run.ID` as state list prints it
     if run is not None:
         exp = cfg.experiment(run.experiment) if cfg is not None else None
         return run, exp, "candidate"
@@ -91,7 +92,7 @@ def side_of(state, state_dir: Path, cfg, graph, ref: str, *, spec: str = "") -> 
             if doc and (doc.get("arms") or {}).get("A") == ref:
                 return r, None, "baseline"
     raise DiagnoseError(f"no experiment or run {ref!r} is recorded" + (f" in {spec}" if spec else "")
-                        + ": give an experiment name or a run id (`specdsl state list` shows them)")
+                        + ": give an experiment name or a run, `run.ID` (`specdsl state list` shows them)")
 
 
 

@@ -438,7 +438,9 @@ def shared_names(work: _Work) -> None:
     the step serves every cell of it (`launch.qwen/sweep`), the cell's name
     when it serves one (`launch.qwen/sweep[backend=fa3,concurrency=1]`),
     else the matrix values its cells share (`launch.qwen/sweep[backend=fa3]`).
-    Every reference to the step (deps, the cells' steps) follows."""
+    The first step under the name, left bare by `_name`, is named so too
+    when it serves only some cells of a sweep whose other cells' steps are
+    labelled. Every reference to the step (deps, the cells' steps) follows."""
     if not work.qualified:
         return
     cells = {exp.name: exp for exp in work.cfg.experiments}
@@ -446,6 +448,16 @@ def shared_names(work: _Work) -> None:
     group_size: dict[str, int] = {}
     for exp in work.cfg.experiments:
         group_size[exp.group] = group_size.get(exp.group, 0) + 1
+    # The first step under a name kept it bare (`launch.llama`); when its
+    # siblings carry labels and it serves only some cells of a sweep, it is
+    # labelled too (`launch.llama/sweep[seqs=64]`): every cell's steps say
+    # which cell they are, the first one's as well.
+    for kind, base in sorted(set(work.qualified.values())):
+        bare = f"{kind}.{base}"
+        users = work.users.get(bare, ())
+        served = [cells[name] for name in sorted(users, key=place.__getitem__) if name in cells]
+        if served and all(exp.matrix for exp in served) and _serving(served, group_size) != served[0].group:
+            work.qualified[bare] = (kind, base)
     taken = {a for a in work.graph.steps if a not in work.qualified}
     renames: dict[str, str] = {}
     for old, (kind, base) in work.qualified.items():

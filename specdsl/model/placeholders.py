@@ -14,6 +14,15 @@ from typing import Mapping, Sequence
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
+# What each argv template may use (validate checks them: `{prot}` is an error).
+SERVER_COMMAND = ("port", "host", "model")
+WORKLOAD_COMMAND = ("host", "port", "model", "base_url")
+
+
+def found(template: str) -> list[tuple[str, int]]:
+    """(name, offset of its `{`) of every `{name}` in `template`."""
+    return [(m[1], m.start()) for m in _PLACEHOLDER.finditer(template)]
+
 
 def expand(template: str, values: Mapping[str, str]) -> str:
     """`template` with each `{name}` in `values` replaced, once."""

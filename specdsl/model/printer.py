@@ -350,3 +350,22 @@ def _force_item(item) -> str:
 def _paren(e: ast.Expr, needed: bool) -> str:
     text = expr_text(e)
     return f"({text})" if needed else text
+
+
+def canonical_expr_text(tree) -> str:
+    """An expression's text from its canonical form (`config.canonical`, as
+    a check step's content records its assertion)."""
+    import json
+
+    def build(node):
+        if isinstance(node, list):
+            return tuple(build(v) for v in node)
+        if not isinstance(node, dict) or "__kind__" not in node:
+            return node
+        cls = getattr(ast, node["__kind__"])
+        return cls(**{k: build(v) for k, v in node.items() if k != "__kind__"})
+
+    try:
+        return expr_text(build(tree))
+    except (AttributeError, TypeError, ValueError):
+        return json.dumps(tree, sort_keys=True)

@@ -207,6 +207,8 @@ def make_plan(
                 reason += "" if addr in going_on else "; " + paired_cost(step)
                 gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
                 reason += f"; both arms on {gpus}" if gpus else ""
+            if action is Action.RUN and step.payload["experiment"].workload.command:
+                reason += "; runs " + command_preview(step.payload["experiment"])
         elif kind == "launch":
             needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
             alive = step.identity in refresh.servers
@@ -325,7 +327,7 @@ def noise_note(step, state, spec: str) -> str:
     runs = [r for r in getattr(state, "runs", ()) if r.step == f"calibrate.{exp.name}" and r.status == "completed"]
     sd = dict(runs[-1].metrics).get(f"noise.{metric}") if runs else None
     if sd is None:
-        return f"; noise of {metric} unknown: measure it with `specdsl calibrate {spec} {exp.name}`"
+        return f"; noise of {metric} unknown: measure it with `specdsl calibrate {exp.name} {spec}`"
     from specdsl.verdict import mde_ratio
 
     first, most = first_pairs(exp.workload), max_runs(exp.workload)
@@ -333,6 +335,25 @@ def noise_note(step, state, spec: str) -> str:
     if most > first:
         at += f", {mde_ratio(sd, most) - 1:.1%} at {most}"
     return f"; detectable effect {at} (noise {sd:.3g}, calibrated {runs[-1].finished})"
+
+
+def command_preview(exp) -> str:
+    """A command workload's argv as it will run: `{model}`, `{host}` and
+    `{base_url}` expanded, `{port}` left as written (a free port is picked at
+    launch); each argument quoted as a shell would need it, a sensitive
+    value (`--api-key VALUE`) shown as `(sensitive)`."""
+    import shlex
+
+    from specdsl.model.placeholders import expand_argv
+
+    server = exp.server
+    values = {"host": "127.0.0.1", "model": server.model}
+    if server.port is not None:
+        values["port"] = str(server.port)
+        values["base_url"] = f"http://127.0.0.1:{server.port}"
+    else:
+        values["base_url"] = "http://127.0.0.1:{port}"
+    return shlex.join(secrets.redact_argv(expand_argv(exp.workload.command, values)))
 
 
 def paired_cost(step) -> str:
@@ -430,10 +451,11 @@ def _select(graph: Graph, targets: tuple[str, ...]) -> set[str]:
     """Every step, or with --target only the targets' steps and what they need."""
     if not targets:
         return set(graph.steps)
+    from specdsl.names import target_matches
+
     chosen: set[str] = set()
     for exp, addrs in graph.by_experiment.items():
-        group = exp.split("[", 1)[0]
-        if exp in targets or group in targets:
+        if any(target_matches(t, exp) for t in targets):  # an experiment, a cell, or a slice of its matrix
             for a in addrs.values():
                 for addr in (a if isinstance(a, tuple) else (a,)):
                     chosen.add(addr)

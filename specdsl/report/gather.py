@@ -319,17 +319,19 @@ def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
         _a, _b, pairs = blocks_of(doc, effective_of(run))
         if shape.kind == "ratio":
             return tuple(value(shape.candidate, b, None) / value(shape.baseline, None, a) for a, b in pairs)
+        if shape.kind == "difference":
+            return tuple(value(shape.candidate, b, None) - value(shape.baseline, None, a) for a, b in pairs)
         if shape.kind == "absolute":
             return tuple(value(shape.candidate, b, None) for _a, b in pairs)
         return ()
-    if doc is None or shape.kind not in ("ratio", "absolute"):
+    if doc is None or shape.kind not in ("ratio", "absolute", "difference"):
         return ()
     per_run = [checks.Results.from_bench({"runs": [r]}, {}) for r in doc.get("runs", ())]
     values = tuple(value(shape.candidate, r, None) for r in per_run)
-    if shape.kind == "ratio" and base_run is not None:
+    if shape.kind in ("ratio", "difference") and base_run is not None:
         base = checks.Results.from_bench(base_doc, {}) if base_doc else checks.Results((dict(base_run.metrics),), {}, {})
         b = value(shape.baseline, None, base)
-        return tuple(v / b for v in values)
+        return tuple(v / b for v in values) if shape.kind == "ratio" else values
     return values if shape.kind == "absolute" else ()
 
 

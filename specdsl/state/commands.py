@@ -15,6 +15,8 @@ Addresses: `environment.<identity>`, `server.<launch addr>` (e.g.
 
 from __future__ import annotations
 
+import json
+
 import os
 from pathlib import Path
 from typing import Any
@@ -108,7 +110,7 @@ _PATH_FIELDS = {"run": ("folder",), "server": ("log",)}
 
 
 def state_show(state: State | None, addr: str, *, state_dir: Path | None = None, cwd: Path | None = None,
-               listing: str = "specdsl state list") -> str:
+               listing: str = "specdsl state list", expr_text=None) -> str:
     """A readable TOML dump of the resource at `addr`. Given the `state_dir`
     the state was read from, the paths it records (a run's folder, a
     server's log) are shown as paths to open from `cwd` (default: the
@@ -116,6 +118,7 @@ def state_show(state: State | None, addr: str, *, state_dir: Path | None = None,
     UnknownAddress (with a did-you-mean, else `listing`: the command that
     lists every address) when there is none."""
     resources = _resources(state) if state is not None else {}
+    addr = run_address(addr, resources)
     if addr not in resources:
         hint = did_you_mean(addr, resources)
         message = f"No resource `{addr}` in the state"
@@ -136,12 +139,61 @@ def state_show(state: State | None, addr: str, *, state_dir: Path | None = None,
                 doc[field] = _from_here(state_dir, doc[field], Path.cwd() if cwd is None else cwd)
     if kind == "baseline":
         doc["promotions"] = [encode_record(p) for p in state.promotions_of(record.track)]
+    if kind == "step" and record.kind == "check":
+        doc = _check_doc(state, record, doc, expr_text)
     # What apply records is redacted already; a state written before it was
     # (or edited by hand) is redacted here: values under secret names,
     # sensitive flags of an argv, URL passwords, digests of secrets.
     doc = secrets.redact_tree(doc)
     lines.append(tomli_w.dumps(doc).rstrip("\n"))
     return "\n".join(lines) + "\n"
+
+
+def run_address(addr: str, resources) -> str:
+    """`run.ID` for a bare run id (`20260101T120000Z-1a2b`): every command
+    that takes a run accepts both spellings; `state list` prints `run.ID`."""
+    if addr not in resources and f"run.{addr}" in resources:
+        return f"run.{addr}"
+    return addr
+
+
+def _check_doc(state: State, record, doc: dict, expr_text=None) -> dict:
+    """A check step as a user reads it: the assertion as written, its latest
+    verdict with the evidence (the interval, n and threshold of its detail,
+    the run that decided it, the benchmark runs it read)."""
+    from specdsl.state.promotions import verdict_detail, verdict_status
+
+    content = record.content_dict()
+    out: dict[str, Any] = {"addr": record.addr, "kind": record.kind}
+    if "assert" in content:
+        # the state layer cannot print expressions: the caller's printer does (cli: model.printer)
+        tree = content["assert"]
+        out["assertion"] = expr_text(tree) if expr_text else json.dumps(tree, sort_keys=True)
+    runs = [r for r in state.runs if r.step == record.addr]
+    latest = runs[-1] if runs else None
+    if latest is None:
+        out["verdict"] = "none recorded"
+    else:
+        out["verdict"] = verdict_status(latest) or latest.status
+        detail = verdict_detail(latest) if verdict_status(latest) else latest.reason
+        if detail:
+            out["evidence"] = detail
+        numbers = {k[len("evidence."):]: v for k, v in latest.metrics if k.startswith("evidence.")}
+        if numbers:
+            out["numbers"] = numbers
+        out["verdict_run"] = latest.id
+        if latest.finished:
+            out["decided"] = latest.finished
+        if latest.identity != record.identity:
+            out["note"] = "this verdict was recorded for an earlier identity of the check"
+    results = dict(state.results)
+    bench = content.get("benchmark")
+    if isinstance(bench, str) and bench in results:
+        out["reads"] = [f"run.{results[bench]}"]
+    out["identity"] = record.identity
+    if record.updated:
+        out["updated"] = record.updated
+    return out
 
 
 def _from_here(state_dir: Path, recorded: str, cwd: Path) -> str:
@@ -182,14 +234,14 @@ def cmd_state_list(state_dir: Path) -> tuple[int, str]:
     return 0, state_list(state)
 
 
-def cmd_state_show(state_dir: Path, addr: str, listing: str = "specdsl state list") -> tuple[int, str]:
+def cmd_state_show(state_dir: Path, addr: str, listing: str = "specdsl state list", expr_text=None) -> tuple[int, str]:
     """`specdsl state show ADDR` of the state in `state_dir` (1 when there is
     none), its paths shown from the current directory."""
     try:
         state = load_state(state_dir)
         if state is None:
             return _no_state(state_dir)
-        return 0, state_show(state, addr, state_dir=state_dir, listing=listing)
+        return 0, state_show(state, addr, state_dir=state_dir, listing=listing, expr_text=expr_text)
     except StateError as err:
         return _error(err)
     except UnknownAddress as err:

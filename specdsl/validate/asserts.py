@@ -5,12 +5,22 @@ metric of the user's own script), `baseline.METRIC` (needs a `baseline`),
 `effective.NAME` (the server's effective configuration), `matrix.KEY`,
 `var.NAME`. Functions: p50 p90 p99 median mean min max stddev, one argument
 each, applied to a metric. The whole expression must be a condition.
+
+An assertion must mean what it reads:
+- a percentage added to or subtracted from a measurement is an error
+  (`baseline.x + 3%` adds 0.03, not 3%): the fix is `baseline.x * 1.03`;
+- a bare number compared with, added to or subtracted from a latency or a
+  duration is an error that shows both readings (`0.5` is 0.5 ms; 0.5 s is
+  `0.5s`);
+- a comparison with the baseline must be a ratio or a difference
+  (specdsl.model.assert_shape), the only forms decided with an interval.
 """
 
 from __future__ import annotations
 
 from specdsl.diag import Diagnostic, did_you_mean
 from specdsl.model import ast
+from specdsl.model.assert_shape import reads_baseline, shape_of, time_unit as _time_unit
 from specdsl.model.metrics import FUNCTIONS, METRICS
 
 _CONDITIONS = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
@@ -34,6 +44,7 @@ def check_assert(
                 "compare something: `output_throughput >= baseline.output_throughput * 1.03`",
             )
         )
+    _check_meaning(item.expr, diags)
     stack = [item.expr]
     while stack:
         e = stack.pop()
@@ -54,6 +65,98 @@ def check_assert(
             _check_ref(e, has_baseline, matrix_keys, variables, metrics, diags)
         elif isinstance(e, (ast.ListExpr, ast.MapExpr, ast.Override)):
             diags.append(Diagnostic.error("Lists, maps and overrides cannot be used in an assertion", e.span))
+
+
+_COMBINE = ("+", "-", "==", "!=", "<", "<=", ">", ">=")
+
+
+def _bare_numbers(e: ast.Expr):
+    """The bare (unitless, non-zero) numbers a sum adds: `5` in `x + 5`, `-5`."""
+    if isinstance(e, ast.Number) and e.value != 0:
+        yield e
+    elif isinstance(e, ast.Neg):
+        yield from _bare_numbers(e.operand)
+    elif isinstance(e, ast.BinOp) and e.op in ("+", "-"):
+        yield from _bare_numbers(e.left)
+        yield from _bare_numbers(e.right)
+
+
+def _text(e: ast.Expr) -> str:
+    from specdsl.model.printer import expr_text
+
+    return expr_text(e)
+
+
+def _check_meaning(expr: ast.Expr, diags: list[Diagnostic]) -> None:
+    said: set[int] = set()  # a bare number is reported once, beside the first time it meets
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, (ast.Not, ast.Neg)):
+            stack.append(e.operand)
+            continue
+        if not isinstance(e, ast.BinOp):
+            continue
+        stack.extend((e.left, e.right))
+        if e.op in ("+", "-"):
+            for pct, other in ((e.right, e.left), (e.left, e.right)):
+                if isinstance(pct, ast.Quantity) and pct.unit == "%" and not isinstance(other, (ast.Number, ast.Quantity)):
+                    factor = 1 + pct.fraction() if e.op == "+" or pct is e.left else 1 - pct.fraction()
+                    diags.append(Diagnostic.error(
+                        f"`{e.op} {_fmt_num(pct.value)}%` {'adds' if e.op == '+' else 'subtracts'} {_fmt_num(pct.fraction())}, not {_fmt_num(pct.value)}% of `{_text(other)}`",
+                        pct.span,
+                        f"a percentage of a measurement is a factor: write `{_text(other)} * {_fmt_num(factor)}`"
+                        f" (for {_fmt_num(pct.value)} percentage points of a fraction, write `{e.op} {_fmt_num(pct.fraction())}`)",
+                    ))
+        if e.op in _COMBINE:
+            for side, other in ((e.left, e.right), (e.right, e.left)):
+                unit = _time_unit(other)
+                if not unit:
+                    continue
+                for num in _bare_numbers(side):
+                    if id(num) in said:
+                        continue
+                    said.add(id(num))
+                    v = _fmt_num(num.value)
+                    if unit == "ms":
+                        readings = (f"`{_text(other)}` is a time in milliseconds: a bare `{v}` reads as {v}ms;"
+                                    f" if you meant seconds, write `{v}s` (= {_fmt_num(num.value * 1000)}ms)")
+                    else:
+                        readings = (f"`{_text(other)}` is a time in seconds: a bare `{v}` reads as {v}s;"
+                                    f" if you meant milliseconds, write `{v}ms`")
+                    diags.append(Diagnostic.error(
+                        f"A time needs a unit: `{v}` against `{_text(other)}`",
+                        num.span,
+                        readings,
+                    ))
+    if isinstance(expr, ast.BinOp) and shape_of(expr).kind == "exact" and reads_baseline(expr) and _reads_candidate(expr):
+        if expr.op in ("and", "or"):
+            summary = "A comparison with the baseline cannot be combined with `and`/`or`"
+            detail = "write each comparison as its own assertion, so each is decided with its interval"
+        else:
+            summary = "This comparison with the baseline is not a ratio or a difference"
+            detail = ("compare one measurement with its baseline as a ratio, `output_throughput >= baseline.output_throughput * 1.03`,"
+                      " or a difference, `p99(ttft) <= p99(baseline.ttft) + 20ms`: those are decided with an interval")
+        diags.append(Diagnostic.error(summary, expr.span, detail))
+    elif isinstance(expr, ast.Not) and reads_baseline(expr):
+        diags.append(Diagnostic.error("A comparison with the baseline cannot be negated with `not`", expr.span,
+                                      "flip the comparison instead (`not a >= b` is `a < b`)"))
+
+
+def _reads_candidate(e: ast.Expr) -> bool:
+    if isinstance(e, ast.Ref):
+        return e.parts[0] not in ("baseline", "var", "matrix", "effective")
+    if isinstance(e, ast.BinOp):
+        return _reads_candidate(e.left) or _reads_candidate(e.right)
+    if isinstance(e, (ast.Not, ast.Neg)):
+        return _reads_candidate(e.operand)
+    if isinstance(e, ast.Call):
+        return any(_reads_candidate(a) for a in e.args)
+    return False
+
+
+def _fmt_num(x: float) -> str:
+    return f"{x:.10g}"
 
 
 def _head_span(call: ast.Call):

@@ -15,6 +15,7 @@ import attrs
 from specdsl.diag import Diagnostic, Span, did_you_mean
 from specdsl.facts import ENGINES
 from specdsl.model import ast, config
+from specdsl.model.placeholders import SERVER_COMMAND, WORKLOAD_COMMAND
 from specdsl.model.values import INVALID, V, type_name
 
 Check = Callable[[V, list[Diagnostic], str], Any]
@@ -117,6 +118,41 @@ def str_list(v: V, diags, name) -> Any:
     return tuple(out)
 
 
+def command_list(allowed: tuple[str, ...]) -> Check:
+    """A `command` argv: a list of strings whose `{name}` placeholders are
+    among `allowed` (specdsl.model.placeholders). An unknown one (`{prot}`)
+    is an error at the placeholder, with did-you-mean: it would reach the
+    script as written."""
+    from specdsl.model.placeholders import found
+
+    def check(v: V, diags, name):
+        argv = str_list(v, diags, name)
+        if argv is INVALID:
+            return INVALID
+        bad = False
+        for item in v.value:
+            for key, offset in found(item.value):
+                if key in allowed:
+                    continue
+                bad = True
+                hint = did_you_mean(key, allowed) or ""
+                known = "placeholders: " + ", ".join(f"{{{a}}}" for a in allowed)
+                _err(diags, f"Unknown placeholder `{{{key}}}` in `{name}`", _inside(item, offset, len(key) + 2),
+                     f"{hint} ({known})" if hint else known)
+        return INVALID if bad else argv
+
+    return check
+
+
+def _inside(item: V, offset: int, length: int) -> Span | None:
+    """The span of `length` characters at `offset` of a string value, when
+    its literal is on one line and has no escapes (else the whole string)."""
+    s = item.span
+    if s is None or s.end_line not in (None, s.line) or s.end_col is None or s.end_col - s.col != len(item.value) + 2:
+        return s
+    return Span(s.file, s.line, s.col + 1 + offset, s.line, s.col + 1 + offset + length)
+
+
 def str_map(v: V, diags, name) -> Any:
     """Environment variables: string values (numbers are written as text)."""
     if not isinstance(v.value, dict):
@@ -213,7 +249,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "port": Field(integer(1, 65535)),
         "ready_timeout": Field(duration()),
         "keep_running": Field(boolean),
-        "command": Field(str_list),
+        "command": Field(command_list(SERVER_COMMAND)),
         "ready_url": Field(string),
         "gpus": Field(integer(0), doc="GPUs the server needs (default: read from its args, docs/gpus.md)"),
     },
@@ -236,7 +272,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "seed": Field(integer()),
         "endpoint": Field(enum("completions", "chat")),
         "ignore_eos": Field(boolean),
-        "command": Field(str_list),
+        "command": Field(command_list(WORKLOAD_COMMAND)),
         "client_processes": Field(integer(1), doc="worker processes the built-in client spreads the streams over (default 1)"),
     },
     "metric": {"regex": Field(string), "json": Field(string)},

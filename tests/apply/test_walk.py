@@ -290,7 +290,8 @@ experiment "e" {
     assert plan.change("benchmark.e").action.word == "reuse" and again.launches == 0
     # two more runs wanted: only those two are made, the result holds four
     plan, more, state = apply_spec(tmp_path, spec.replace("runs = 2", "runs = 4"), env_root)
-    assert plan.change("benchmark.e").reason == "2 more runs needed (2 recorded, 4 wanted)"
+    reason = plan.change("benchmark.e").reason  # then the command workload's argv, as it will run
+    assert reason.startswith("2 more runs needed (2 recorded, 4 wanted); runs ") and "walk_probe.py" in reason
     assert more.exit_code() == 0, failures(more)
     result = state.result(state.runs_of("benchmark.e")[-1].identity)
     assert result.runs == 4
@@ -394,8 +395,8 @@ def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_p
                               timeout=300, env=env)
 
     before = cli("plan", "--no-refresh", "walk.spec")
-    assert "noise of tps unknown: measure it with `specdsl calibrate walk.spec cand`" in before.stdout, before.stdout
-    done = cli("calibrate", "walk.spec", "cand", "--pairs", "4", "--yes")
+    assert "noise of tps unknown: measure it with `specdsl calibrate cand walk.spec`" in before.stdout, before.stdout
+    done = cli("calibrate", "cand", "walk.spec", "--pairs", "4", "--yes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Noise of cand (4 A/A pairs" in done.stdout and "tps" in done.stdout
     state = load_state(tmp_path / ".specdsl")

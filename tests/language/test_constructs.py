@@ -193,7 +193,8 @@ def test_assert_calls(func, tmp_path):
       server   = server.m
       workload = workload.w
       baseline = experiment.b
-      assert "a" {{ {func}(itl) <= {func}(baseline.itl) * 1.10 and (ttft < 200 or not (e2el > 5)) }}
+      assert "a" {{ {func}(itl) <= {func}(baseline.itl) * 1.10 }}
+      assert "c" {{ {func}(itl) <= 40ms and (ttft < 200ms or not (e2el > 5s)) }}
       assert "b" {{ effective.attention_backend == "flashinfer" }}
     }}
     """)

@@ -56,7 +56,11 @@ def test_broken_state_is_a_clear_error_and_left_untouched(recorded, capsys, case
     before = snapshot(state_dir)
     code, out, err = run(capsys, "plan", "--no-refresh", str(spec), "--state", str(state_dir), *extra)
     assert code == 1
-    assert out == ""  # no partial plan, no half a JSON document
+    if extra == ["--json"]:  # no partial plan: the error, as JSON (docs/language.md)
+        (diag,) = json.loads(out)["diagnostics"]
+        assert diag["file"] == str(state_file) and expected in diag["summary"] + diag.get("detail", "")
+    else:
+        assert out == ""  # no partial plan
     assert expected in err
     assert str(state_file) in err  # names the file
     assert "hint:" in err  # and says what to do

@@ -128,12 +128,16 @@ def test_no_section_without_a_login_node(folder, capsys):
 
 def test_a_login_node_not_reached_leaves_the_copies_unasked(folder, tmp_path, monkeypatch, capsys):
     """Refreshing, plan asks the login node; one that refuses the connection
-    is named, and its copies stay "copied unless already there"."""
+    is an error that names it (a refresh failure); planned offline, its
+    copies stay "copied unless already there"."""
     config = tmp_path / "ssh_config"
     config.write_text("Host login\n  HostName 127.0.0.1\n  Port 1\n  ConnectTimeout 5\n")
     monkeypatch.setenv("SPECDSL_SSH_CONFIG", str(config))
-    assert main(["plan", str(folder / "m.spec")]) == 0
+    assert main(["plan", str(folder / "m.spec")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and "specdsl: error: cannot refresh: host cluster (me@login): connecting: connection refused" in err
+    assert main(["plan", str(folder / "m.spec"), "--no-refresh"]) == 0
     text = capsys.readouterr().out
     assert ("Files copied to the login node me@login of host cluster unless already there "
-            "(the login node was not reached: ") in text
+            "(plan does not ask the login node with --no-refresh") in text
     assert "(will copy)" not in text and "(already there)" not in text

@@ -44,11 +44,13 @@ def kind_of(graph, kind):
 def test_sweep_launches_are_named_after_the_backend_they_serve():
     graph = example_graph("examples/sweep/sweep.spec")
     launches = kind_of(graph, "launch")
-    assert set(launches) == {"launch.qwen", "launch.qwen/sweep[backend=fa3]", "launch.qwen/sweep[backend=flashinfer]"}
-    for backend in ("fa3", "flashinfer"):
+    # every one labelled, the first backend's too (it used to be the bare `launch.qwen`)
+    assert set(launches) == {"launch.qwen/sweep[backend=triton]", "launch.qwen/sweep[backend=fa3]",
+                             "launch.qwen/sweep[backend=flashinfer]"}
+    for backend in ("triton", "fa3", "flashinfer"):
         served = launches[f"launch.qwen/sweep[backend={backend}]"].experiments
         assert len(served) == 4 and all(f"backend={backend}," in cell for cell in served)
-    assert set(kind_of(graph, "teardown")) == {"teardown.qwen", "teardown.qwen/sweep[backend=fa3]",
+    assert set(kind_of(graph, "teardown")) == {"teardown.qwen/sweep[backend=triton]", "teardown.qwen/sweep[backend=fa3]",
                                                "teardown.qwen/sweep[backend=flashinfer]"}
 
 

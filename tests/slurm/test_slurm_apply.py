@@ -82,7 +82,7 @@ def test_failing_job_is_an_error_and_keeps_state(fresh, tmp_path):
     text = out.stdout + out.stderr
     assert out.returncode == 5, text
     assert text.count("first completion failed") == 3, text  # each cell's job says why
-    assert "skipped because launch.s failed" in text and "skipped because launch.s/e[c=3] failed" in text
+    assert "skipped because launch.s/e[c=1] failed" in text and "skipped because launch.s/e[c=3] failed" in text
     state = load_state(folder / ".specdsl")
     failed = [r for r in state.runs if r.status == "failed"]
     assert len(failed) == 3 and all(r.job for r in failed)

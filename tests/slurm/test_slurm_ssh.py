@@ -49,8 +49,8 @@ def no_slurm_env(login, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def apply(folder: Path, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", "m.spec", "--yes"], cwd=folder,
+def apply(folder: Path, env: dict, timeout: float = 300, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specdsl.cli.main", "apply", "m.spec", "--yes", *extra], cwd=folder,
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -104,7 +104,10 @@ def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
     share = tmp_path / "login-share"
     text = through_login(spec.read_text(), fresh, share).replace('partition = "debug"', 'partition = "debgu"', 1)
     spec.write_text(text + FAR)
+    # refreshing, the unreachable host is an error before anything runs; offline, every preflight says its own
     out = apply(folder, no_slurm_env(login, tmp_path))
+    assert out.returncode == 1 and "cannot refresh: host far (specdsl-nohost): connecting: unknown host" in out.stderr
+    out = apply(folder, no_slurm_env(login, tmp_path), 300, "--no-refresh")
     text = out.stdout + out.stderr
     assert out.returncode == 5, text
     # asked of the cluster through the login node, at the line that set it

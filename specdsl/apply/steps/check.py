@@ -47,9 +47,20 @@ class Check:
             # every new verdict is kept (state is the history of what was checked); it needs no run folder
             now = utc_now()
             run = ctx.writer.run_record(step, new_run_id(), None, now, "completed", reason=reason,
-                                        metrics={"pass": 1.0 if verdict.status == checks.PASS else 0.0})
+                                        metrics={"pass": 1.0 if verdict.status == checks.PASS else 0.0, **evidence_metrics(verdict)})
             ctx.writer.step_done(step, run)
         return Outcome(ctx.addr, step.kind, Status.COMPLETED, Reason.DONE, verdict.detail, verdict=verdict.status)
+
+
+def evidence_metrics(verdict) -> dict[str, float]:
+    """A gating verdict's numbers (estimate, interval, level, n, threshold,
+    smallest detectable effect), recorded with its run as `evidence.NAME`:
+    what `specdsl state show check.EXP.NAME` shows beside the verdict."""
+    out = {}
+    for key, value in (verdict.evidence or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf"):
+            out[f"evidence.{key}"] = float(value)
+    return out
 
 
 def baseline_note(state, exp, mine: str | None) -> str:

@@ -139,7 +139,13 @@ experiment "e" {
 }
 ''')
     env = apply_env(sshd)
+    # the refresh before the plan cannot reach it: an error before anything ran, naming the host and the cause
     done = specdsl("apply", "e.spec", "--yes", cwd=tmp_path, env=env, timeout=120)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert "specdsl: error: cannot refresh: host gpu8 (specdsl-badkey): connecting: the host refused the key" in out, out
+    # planned offline, the host's preflight is what fails
+    done = specdsl("apply", "e.spec", "--yes", "--no-refresh", cwd=tmp_path, env=env, timeout=120)
     out = done.stdout + done.stderr
     assert done.returncode == 5, out
     assert "preflight.gpu8" in out and "host gpu8 (specdsl-badkey): connecting: the host refused the key" in out, out

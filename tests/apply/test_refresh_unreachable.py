@@ -1,0 +1,71 @@
+"""Refresh failures are errors: `specdsl plan` against an SSH host that
+does not resolve exits 1 naming the host and the cause (nothing on stdout,
+no `drift:` line), `--no-refresh`/`-refresh=false` plans offline; a record
+on a host the spec no longer names stays a drift note. The real `ssh`
+client, an ssh config whose name resolves nowhere (`.invalid`): no server."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from specdsl.apply.refresh import Unreachable, refresh
+from specdsl.cli.main import main
+from specdsl.hosts.registry import SSH_CONFIG_ENV
+from specdsl.model.config import Host as HostDecl
+from specdsl.state import Environment, State
+
+pytestmark = pytest.mark.skipif(shutil.which("ssh") is None, reason="needs the OpenSSH client")
+
+SPEC = '''host "gpu8" {
+  ssh  = "specdsl-nowhere"
+  gpus = 8
+}
+stack "s" { python = "3.12" }
+server "m" {
+  engine = "vllm"
+  model  = "org/m"
+}
+workload "w" { requests = 4 }
+experiment "e" {
+  host     = host.gpu8
+  stack    = stack.s
+  server   = server.m
+  workload = workload.w
+}
+'''
+
+
+@pytest.fixture
+def nowhere(tmp_path, monkeypatch):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host specdsl-nowhere\n  HostName no-such-host.invalid\n")
+    monkeypatch.setenv(SSH_CONFIG_ENV, str(config))
+    spec = tmp_path / "x.spec"
+    spec.write_text(SPEC)
+    return spec
+
+
+def test_a_host_that_does_not_resolve_is_an_error(nowhere, capsys):
+    code = main(["plan", str(nowhere), "--detailed-exitcode"])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert "specdsl: error: cannot refresh: host gpu8 (specdsl-nowhere): connecting: unknown host" in err
+    assert "--no-refresh" in err and "drift:" not in err + out
+
+
+@pytest.mark.parametrize("offline", ["--no-refresh", "-refresh=false"])
+def test_offline_plans_without_asking(nowhere, capsys, offline):
+    assert main(["plan", str(nowhere), offline]) == 0
+    assert "+ launch.m" in capsys.readouterr().out
+
+
+def test_a_host_the_spec_no_longer_names_stays_a_drift_note(nowhere):
+    state = State.new().with_environment(Environment("e1", "ssh:specdsl-nowhere", "/x", "/x/bin/python", "3.11"))
+    with pytest.raises(Unreachable) as exc:
+        refresh(state, names={"gpu8": HostDecl("gpu8", ssh="specdsl-nowhere")}, strict=True)
+    assert exc.value.causes[0].startswith("host gpu8 (specdsl-nowhere): connecting: unknown host")
+    fresh = refresh(state, names={}, strict=True)  # no longer in the spec: its records stand, with the reason
+    assert fresh.environments == frozenset({"e1"})
+    assert any("unknown host" in d and "taken as they are" in d for d in fresh.drift)
