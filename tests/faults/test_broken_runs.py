@@ -182,3 +182,69 @@ def test_a_frozen_server_mid_run_fails_the_step(folder):
     assert again.returncode == 0, again.out
     latest, result = bench_run(folder.state())
     assert latest is result and result.runs == 2
+
+
+def test_a_paired_arm_whose_server_dies_fails_the_step(folder):
+    def server(name: str) -> str:
+        argv = [sys.executable, TIMED, "--port", "{port}", "--ttft-ms", "2", "--itl-ms", "5", "--pids", str(folder.pids)]
+        items = ", ".join(f'"{a}"' for a in argv)
+        return f'server "{name}" {{\n  engine  = "command"\n  model   = "{name}"\n  command = [{items}]\n}}\n'
+
+    folder.spec.write_text('host "a" {}\nstack "sys" {\n  python = "system"\n}\n' + server("old") + server("new") + '''
+workload "w" {
+  input_len   = 8
+  output_len  = 8
+  requests    = 30
+  concurrency = 1
+  runs        = 2
+  max_runs    = 2
+  warmup      = 0
+  timeout     = 2s
+}
+experiment "base" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.old
+  workload = workload.w
+}
+experiment "cand" {
+  host     = host.a
+  stack    = stack.sys
+  server   = server.new
+  workload = workload.w
+  baseline = experiment.base
+  assert "none-failed" { failed == 0 }
+}
+''')
+    proc = folder.start("apply", "f.spec", "--yes", "--target", "cand")
+    # the first block is arm A's (ABBA): its server, a few requests in
+    pid, pgid = wait_for(lambda: folder.groups() and _pid_serving(folder), 90, "arm A's server under load")
+    os.killpg(pgid, signal.SIGKILL)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 5, out
+    assert f"pair 0 arm A (base): server old (pid {pid}, process group {pgid}) died at " in out, out
+    assert "killed by signal 9" in out
+    state = folder.state()
+    [failed] = [r for r in state.runs if r.step == "benchmark.cand" and r.status == "failed"]
+    assert "pair 0 arm A (base): server old" in failed.reason and "died at" in failed.reason
+    assert not state.servers and folder.groups_alive() == []
+    again = folder.run("apply", "f.spec", "--yes", "--target", "cand")
+    assert again.returncode == 0, again.out
+    assert "none-failed  PASS  failed == 0 in every one of 2 valid runs" in again.out
+
+
+def _pid_serving(folder):
+    """(pid, pgid) of the server double that has served 3 requests or more."""
+    for line in folder.pids.read_text().splitlines():
+        pid, pgid = map(int, line.split())
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        port = cmd[cmd.index(b"--port") + 1].decode() if b"--port" in cmd else ""
+        try:
+            if port and _served(f"http://127.0.0.1:{port}") >= 3:
+                return pid, pgid
+        except OSError:
+            continue
+    return None
