@@ -130,18 +130,19 @@ def _served(base_url: str) -> int:
     return int(next(line.split()[1] for line in text.splitlines() if line.startswith("double:requests_total")))
 
 
-def _server_mid_second_run(folder, requests: int):
-    """The recorded server once it has served a few requests of the second run."""
+def _server_under_load(folder, served: int):
+    """The recorded server once it has served `served` requests."""
     record = wait_for(lambda: (s := state_now(folder)) is not None and s.servers and s.servers[0].status == "ready"
                       and s.servers[0], 60, "a ready server")
-    wait_for(lambda: _served(record.base_url) >= requests + 3, 60, "the second run under way")
+    wait_for(lambda: _served(record.base_url) >= served, 60, f"{served} requests served")
     return record
 
 
-def test_kill_9_of_the_server_mid_run_fails_the_step_and_the_reapply_makes_only_the_lost_run(folder):
-    spec(folder, requests=30, itl_ms=5, concurrency=1, asserts=COUNT)
+def test_a_server_killed_then_one_frozen_mid_run_fail_the_step_and_the_reapply_makes_only_the_lost_runs(folder):
+    # runs = 2 of 30 requests: the server killed (-9) three requests into the second run
+    spec(folder, requests=30, itl_ms=5, concurrency=1, timeout="1s", asserts=COUNT)
     proc = folder.start("apply", "f.spec", "--yes")
-    record = _server_mid_second_run(folder, 30)
+    record = _server_under_load(folder, 33)
     os.killpg(record.pgid, signal.SIGKILL)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 5, out
@@ -156,32 +157,28 @@ def test_kill_9_of_the_server_mid_run_fails_the_step_and_the_reapply_makes_only_
     result = state.result(runs[0].identity)
     assert result.status == "completed" and result.runs == 1  # the run before the kill, kept
     assert not state.servers and folder.groups_alive() == []
-    again = folder.run("apply", "f.spec", "--yes")
-    assert again.returncode == 0, again.out
-    assert "run 1/1: 30 requests" in again.out, again.out  # only the lost run, on a relaunched server
-    latest, result = bench_run(folder.state())
-    assert latest is result and result.runs == 2 and result.invalid is None
-    assert len(folder.groups()) == 2 and folder.groups_alive() == []
 
-
-def test_a_frozen_server_mid_run_fails_the_step(folder):
-    spec(folder, requests=30, itl_ms=5, concurrency=1, timeout="1s", asserts=COUNT)
+    # the re-apply relaunches and makes only the lost run: its server frozen (SIGSTOP) in it
     proc = folder.start("apply", "f.spec", "--yes")
-    record = _server_mid_second_run(folder, 30)
+    record = _server_under_load(folder, 3)
     os.killpg(record.pgid, signal.SIGSTOP)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 5, out
+    assert "run 1/1: 30 requests" in out, out  # only the lost run
     assert f"server paced (pid {record.pid}, process group {record.pgid}) stopped answering at " in out, out
     assert "did not answer within 1s" in out
     state = folder.state()
-    [failed] = [r for r in state.runs if r.step == "benchmark.e" and r.status == "failed"]
-    assert "stopped answering" in failed.reason
-    assert state.result(failed.identity).runs == 1
-    assert not state.servers and folder.groups_alive() == []
+    failed = [r for r in state.runs if r.step == "benchmark.e" and r.status == "failed"]
+    assert len(failed) == 2 and "stopped answering" in failed[-1].reason
+    assert state.result(failed[-1].identity).runs == 1  # still the first run
+    assert not state.servers and folder.groups_alive() == []  # the frozen group was stopped
+
     again = folder.run("apply", "f.spec", "--yes")
     assert again.returncode == 0, again.out
+    assert "run 1/1: 30 requests" in again.out, again.out
     latest, result = bench_run(folder.state())
-    assert latest is result and result.runs == 2
+    assert latest is result and result.runs == 2 and result.invalid is None
+    assert len(folder.groups()) == 3 and folder.groups_alive() == []
 
 
 def test_a_paired_arm_whose_server_dies_fails_the_step(folder):
