@@ -35,7 +35,7 @@ from typing import Any
 
 import attrs
 
-from specdsl.apply import checks
+from specdsl.apply import checks, counts
 from specdsl.apply.checks import Results
 from specdsl.model.assert_shape import shape_of
 
@@ -68,7 +68,11 @@ def client_bound_of(*docs: dict | None) -> str:
 
 
 def blocks_of(doc: dict, effective: dict) -> tuple[Results, Results, tuple[tuple[Results, Results], ...]]:
-    """(all baseline runs, all candidate runs, per pair blocks) of a paired result."""
+    """(all baseline runs, all candidate runs, per pair blocks) of a paired
+    result; a pair with an invalid run is left out (specdsl.bench.validity)."""
+    from specdsl.bench.validity import valid_document
+
+    doc = valid_document(doc)
     runs = {r["index"]: r for r in doc.get("runs", ())}
 
     def results(indexes) -> Results:
@@ -96,6 +100,9 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
     """The verdict of one assertion at level `alpha` (its Holm level)."""
     from specdsl import verdict as v
 
+    counted = counts.decide_count(name, expr, counts.runs_of(measured), env)  # exact, over every valid run
+    if counted is not None:
+        return counted
     shape = shape_of(expr)
     if shape.kind == "exact":
         return checks.check(name, expr, measured.mine, measured.baseline, env)
@@ -193,7 +200,7 @@ def judge_experiment(exp, measured: Measured, env: dict, *, adaptive: bool = Fal
     from specdsl.verdict import holm
 
     schedule = schedule_for(exp.workload, measured.looks, measured.extra) if adaptive and measured.pairs else None
-    gating = [a for a in exp.asserts if shape_of(a.expr).kind != "exact"]
+    gating = [a for a in exp.asserts if shape_of(a.expr).kind != "exact" and not counts.is_count(a.expr)]
     out: dict[str, checks.Verdict] = {}
     if gating:
         found: dict[str, checks.Verdict] = {}

@@ -81,6 +81,7 @@ class ApplyResult:
     wall: float = 0.0
     busy: float = 0.0  # time when at least one step was running
     state_failure: str = ""  # the state file could not be written: what is and is not recorded
+    invalid_runs: int = 0  # benchmark runs made in this apply that are not measurements (specdsl.bench.validity)
 
     @property
     def overhead(self) -> float:

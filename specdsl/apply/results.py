@@ -1,5 +1,6 @@
-"""The recorded results an assertion reads: a benchmark's runs from its run
-folder (`result.json`), or the medians state kept when the folder is gone."""
+"""The recorded results an assertion reads: a benchmark's valid runs from
+its run folder (`result.json`; specdsl.bench.validity), or the medians
+state kept when the folder is gone."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 from pathlib import Path
 
 from specdsl.apply.checks import Results
+from specdsl.bench.validity import valid_document
 from specdsl.state import State
 
 RESULT_FILE = "result.json"
@@ -41,7 +43,7 @@ def results_of_run(run, state_dir: Path) -> Results | None:
     if run is None:
         return None
     effective = effective_of(run)
-    doc = document_of(run, state_dir)
+    doc = valid_document(document_of(run, state_dir))  # an invalid run is never read
     if doc is not None:
         if doc.get("pairs"):  # a paired result: the candidate's runs are this experiment's results
             from specdsl.apply.judge import blocks_of
@@ -56,7 +58,7 @@ def per_run(run, state_dir: Path) -> tuple[Results, ...]:
     """One Results per run of a benchmark run (for intervals over runs)."""
     if run is None:
         return ()
-    doc = document_of(run, state_dir)
+    doc = valid_document(document_of(run, state_dir))
     effective = effective_of(run)
     if doc is None:
         return (Results((dict(run.metrics),), {}, effective),)

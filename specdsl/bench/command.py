@@ -26,6 +26,7 @@ from typing import Any
 
 from specdsl import private
 from specdsl.bench.results import BenchError, BenchResult, RunResult, stamped
+from specdsl.bench.validity import run_invalid
 from specdsl.hosts import Cancelled, Host, HostError
 from specdsl.model.placeholders import expand_argv
 
@@ -155,7 +156,9 @@ def run_command_workload(
         name = f"command-run-{index}.log"
         text = _run_once(host, argv, there / name, out_dir / name, env or {}, float(workload.timeout), stop)
         metrics = extract_metrics(text, workload.metrics, source=f"run {index} ({out_dir / name})")
-        runs.append(RunResult(index=index, metrics=metrics, records_file=str(out_dir / name)))
+        # a script that reports `failed` (and `completed`) is held to `max_failed` as the built-in client is
+        invalid = run_invalid(metrics, workload) if "failed" in metrics else ""
+        runs.append(RunResult(index=index, metrics=metrics, records_file=str(out_dir / name), invalid=invalid))
     result = BenchResult(runs=tuple(runs))
     private.write_text(out_dir / "result.json", json.dumps(stamped(result.to_json()), indent=1, sort_keys=True) + "\n")
     return result

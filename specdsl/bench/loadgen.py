@@ -46,6 +46,7 @@ from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_ca
 from specdsl.bench.settings import request_settings
 from specdsl.bench.timings import RequestTiming, write_records
 from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures, stamped
+from specdsl.bench.validity import run_invalid
 from specdsl.bench.runner import StreamRunner
 from specdsl.bench.stats import compute_metrics
 from specdsl.bench.workers import WorkerPool, closed_jobs, open_jobs
@@ -140,10 +141,17 @@ def run_benchmark(
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
-    counts), or when `stop` is set before the end."""
+    counts), or when `stop` is set before the end; the runs that ended
+    before it are the error's `runs`. A run whose failures exceed the
+    workload's `max_failed`, or whose outputs ended short of an exact
+    length, is marked invalid (specdsl.bench.validity)."""
     _check_workload(workload)
     bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run)
-    runs = _run_loop(bench.session(bench.all_runs))
+    try:
+        runs = _run_loop(bench.session(bench.all_runs))
+    except BenchError as exc:
+        exc.runs = tuple(bench.done)  # what ended before it: the caller may keep them
+        raise
     result = BenchResult(runs=tuple(runs), settings=settings)
     private.write_text(Path(out_dir) / "result.json", json.dumps(stamped(result.to_json()), indent=1, sort_keys=True) + "\n")
     return result
@@ -193,6 +201,7 @@ class _Bench:
         self.runner, self.w, self.source, self.model, self.quirks = runner, workload, source, model, quirks
         self.tok, self.out_dir, self.say, self.server, self.base_url, self.first_run = tok, out_dir, say, server, base_url, first_run
         self.pool: WorkerPool | None = None  # the worker processes, when the streams are spread over several
+        self.done: list[RunResult] = []  # the runs that ended, in order
 
     async def measure(self, bodies: list[bytes], n: int, offsets: list[float] | None,
                       texts: dict[int, str], measured: bool = False) -> tuple[list[RequestTiming], float, dict[str, Any]]:
@@ -244,12 +253,11 @@ class _Bench:
     async def all_runs(self) -> list[RunResult]:
         w, runner = self.w, self.runner
         await self.warm_up()
-        results: list[RunResult] = []
         for k in range(w.runs):
             if k > 0 and w.cooldown > 0:
                 await runner.until_stopped(asyncio.sleep(w.cooldown))
-            results.append(await self.one_run(self.first_run + k, k))
-        return results
+            self.done.append(await self.one_run(self.first_run + k, k))
+        return list(self.done)
 
     async def warm_up(self) -> dict[str, float]:
         """At least one full wave of requests at the workload's concurrency
@@ -325,15 +333,18 @@ class _Bench:
             warnings.append(unsteady)
         if status.startswith("unavailable"):  # a warning, not a failed run: the run has no server metrics
             warnings.append(f"no server metrics: {status}")
+        invalid = run_invalid(metrics, w, short)
         for warning in warnings:
             self.say(f"run {k + 1}/{w.runs}: {warning}")
+        if invalid:
+            self.say(f"run {k + 1}/{w.runs}: INVALID: {invalid}")
         self.say(
             f"run {k + 1}/{w.runs}: {int(metrics['completed'])} completed, {int(metrics['failed'])} failed,"
             f" {metrics.get('output_throughput', 0.0):.1f} tok/s"
         )
         return RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path),
                          prompts=prompt_record, cache_reset=cache, server={"metrics": status, **server_record},
-                         client=client, warnings=warnings)
+                         client=client, warnings=warnings, invalid=invalid)
 
 
 def warmup_requests(workload: Any) -> int:

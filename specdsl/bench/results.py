@@ -24,7 +24,10 @@ class BenchError(Exception):
     """A benchmark that produced no usable data: every request failed, the
     server could not be reached, the user's script failed or a metric was
     missing from its output. The message says what failed and why, with
-    failure reasons and their counts."""
+    failure reasons and their counts. `runs`: the runs that ended before it
+    (set by the load generator; nothing measured is lost)."""
+
+    runs: tuple = ()
 
 
 def _tuple_of_floats(values: Any) -> tuple[float, ...]:
@@ -58,7 +61,8 @@ class RunResult:
     the server's /metrics (`metrics`: "read" or why not; `counters`: each
     counter's increase over the run; `gauges`: values after it); `client`
     the client's own load (specdsl.bench.monitor); `warnings`, e.g.
-    `client-bound: ...`.
+    `client-bound: ...`. `invalid`: why the run is not a measurement ('':
+    valid; specdsl.bench.validity): no verdict reads an invalid run.
     """
 
     index: int
@@ -71,6 +75,7 @@ class RunResult:
     server: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     client: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    invalid: str = ""
 
     def to_json(self) -> dict:
         out = {
@@ -85,6 +90,8 @@ class RunResult:
                 out[key] = getattr(self, key)
         if self.warnings:
             out["warnings"] = list(self.warnings)
+        if self.invalid:
+            out["invalid"] = self.invalid
         return out
 
     @classmethod
@@ -100,6 +107,7 @@ class RunResult:
             server=d.get("server", {}),
             client=d.get("client", {}),
             warnings=d.get("warnings", ()),
+            invalid=d.get("invalid", ""),
         )
 
 

@@ -5,12 +5,16 @@
      "steps": [{"addr", "kind", "status", "reason", "detail", "elapsed_s", "log", "root"}],
      "verdicts": [{"experiment", "assertion", "verdict", "gating", "detail",
                    "evidence": {"estimate", "low", "high", "level", "n", "threshold", "op", "mde", "method"} | null}],
-     "benchmarks": [{"addr", "run", "runs": [{"index", "metrics"}],
+     "benchmarks": [{"addr", "run", "runs": [{"index", "metrics", "valid", "invalid"?}],
                      "pairs": [{"pair", "blocks": [{"arm": "A"|"B", "runs": [...], "launch": k}]}]}],
+     "invalid_runs": N,
      "warnings": [...],
      "state_failure": null | {"message": "...", "servers_left": [{"pid", "pgid"}]}}
 
-`state_failure` (added in format 1, always present) is null unless the
+A run's `valid` is false, and `invalid` says why, when it is not a
+measurement (specdsl.bench.validity: failed requests above `max_failed`,
+short outputs, its server lost); `invalid_runs` counts those this apply
+made. `state_failure` (added in format 1, always present) is null unless the
 state file could not be written (exit 5): then `message` is what apply
 prints on stderr (the cause, the serial on disk, what is NOT recorded,
 what to do) and `servers_left` the servers this apply could not stop.
@@ -61,7 +65,8 @@ def render_apply_json(result, plan, state_dir: Path) -> str:
         doc = document_of(run, state_dir) or {}
         benches.append({
             "addr": o.addr, "run": run.id,
-            "runs": [{"index": r.get("index"), "metrics": r.get("metrics", {})} for r in doc.get("runs", ())],
+            "runs": [{"index": r.get("index"), "metrics": r.get("metrics", {}), "valid": not r.get("invalid"),
+                      **({"invalid": r["invalid"]} if r.get("invalid") else {})} for r in doc.get("runs", ())],
             "pairs": doc.get("pairs", []),
         })
     out = {
@@ -77,6 +82,7 @@ def render_apply_json(result, plan, state_dir: Path) -> str:
                       "evidence": {k: _num(x) for k, x in v.evidence.items()} if v.evidence else None}
                      for exp, v in result.verdicts],
         "benchmarks": benches,
+        "invalid_runs": result.invalid_runs,
         "warnings": list(result.warnings),
         "state_failure": _state_failure(result),
     }

@@ -107,12 +107,14 @@ def print_result(result, plan, stream=None, why=None) -> None:
             where = f" (log: {o.log})" if o.log else ""
             console.print(f"[red]failed:[/] {escape(o.addr)}{escape(where)}")
     parts = [f"{counts[s]} {s.text}" for s in Status if counts[s] or s in (Status.COMPLETED, Status.REUSED, Status.FAILED)]
-    checks = {s: sum(1 for _, v in result.verdicts if v.status == s) for s in ("pass", "fail", "inconclusive")}
+    checks = {s: sum(1 for _, v in result.verdicts if v.status == s) for s in ("pass", "fail", "inconclusive", "error")}
     console.print(
         f"\nApply {'interrupted' if result.interrupted else 'finished'} in {result.wall:.1f}s "
         f"(steps busy {result.busy:.1f}s, engine overhead {result.overhead:.2f}s): " + ", ".join(parts)
         + f"; {result.launches} server launch{'es' if result.launches != 1 else ''}"
-        + f"; checks: {checks['pass']} passed, {checks['fail']} failed, {checks['inconclusive']} inconclusive."
+        + f"; checks: {checks['pass']} passed, {checks['fail']} failed, {checks['inconclusive']} inconclusive"
+        + f", {checks['error']} error{'s' if checks['error'] != 1 else ''}"
+        + f"; invalid runs: {result.invalid_runs}."
     )
     if result.interrupted:
         console.print("Completed steps are recorded; run apply again to resume.")

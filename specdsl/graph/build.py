@@ -190,8 +190,9 @@ def server_content(server: config.Server) -> dict:
 # measured, `timeout` and `cooldown` how long specdsl waits for a request
 # and between runs. Raising them keeps the benchmark's identity, so
 # recorded results stay valid and more runs add to the ones recorded
-# (plan asks for the missing runs) instead of starting over.
-_NOT_MEASURED = ("runs", "timeout", "cooldown")
+# (plan asks for the missing runs) instead of starting over. `max_failed`
+# says which runs count (specdsl.bench.validity), not what is measured.
+_NOT_MEASURED = ("runs", "timeout", "cooldown", "max_failed", "max_failed_fraction")
 PAIR_DESIGN = "launch-pairs"
 
 

@@ -221,6 +221,7 @@ class LocalHost:
         if not self.group_pids(pgid):
             return
         self._signal(pgid, signal.SIGTERM)
+        self._signal(pgid, signal.SIGCONT)  # a frozen (SIGSTOPped) group acts on its TERM only once it runs
         if self._wait_gone(pgid, grace_s):
             return
         self._signal(pgid, signal.SIGKILL)

@@ -279,7 +279,7 @@ class SshHost:
         script = _GROUP + "\n".join([
             f"G={pgid}",
             '[ -z "$(group)" ] && exit 0',
-            'kill -TERM -"$G" 2>/dev/null',
+            'kill -TERM -"$G" 2>/dev/null; kill -CONT -"$G" 2>/dev/null',  # a frozen group acts on TERM once it runs
             f'i=0; while [ -n "$(group)" ] && [ $i -lt {ticks} ]; do sleep 0.1; i=$((i+1)); done',
             '[ -z "$(group)" ] && exit 0',
             'kill -KILL -"$G" 2>/dev/null',

@@ -168,6 +168,20 @@ class SshConnection:
         return subprocess.run(["ssh", *self.options(), "-S", self.socket, *args, self.target],
                               stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=15)
 
+    def master_process(self) -> subprocess.Popen | None:
+        """The master's process now (None: none yet): a watch that holds it
+        sees it end even when a later client starts a new one."""
+        return self._master
+
+    def master_error(self) -> str:
+        """What the master said when it failed, in words ('' when nothing)."""
+        try:
+            with open(os.path.join(self._dir, "master.err"), encoding="utf-8", errors="replace") as f:
+                text = f.read().strip()
+        except OSError:
+            return ""
+        return classify(text) if text else ""
+
     def master_pid(self) -> int | None:
         return self._master.pid if self.master_alive() else None
 

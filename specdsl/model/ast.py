@@ -197,6 +197,7 @@ class Block:
 class Import:
     path: str
     span: Span | None = _span()
+    path_span: Span | None = _span()  # the path's string: where a diagnostic about the imported file points
     comments: Comments = _layout(NO_COMMENTS)
     blank_before: bool = _layout(False)
 

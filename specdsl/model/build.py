@@ -220,6 +220,7 @@ class _Builder:
                     ast.Import(
                         self.string(child.children[1]),
                         self.span(child),
+                        path_span=self.span(child.children[1]),
                         comments=self.item_comments(child),
                         blank_before=blank,
                     )

@@ -216,6 +216,11 @@ class Workload:
     # of the benchmark's identity when set (docs/plan.md); unset, absent
     # from it, so identities made before it existed stay.
     client_processes: int | None = attrs.field(default=None, metadata={"omit_none": True})
+    # Failed requests a run may have and still be valid (specdsl.bench.validity):
+    # a count, or a fraction of its requests; both None: 0. Not part of the
+    # benchmark's identity (it says how runs are read, not what is measured).
+    max_failed: int | None = attrs.field(default=None, metadata={"omit_none": True})
+    max_failed_fraction: float | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

@@ -23,6 +23,7 @@ import attrs
 
 from specdsl.apply import checks
 from specdsl.apply.results import document_of, effective_of
+from specdsl.apply.validity import not_read
 from specdsl.diag import did_you_mean
 from specdsl.model.assert_shape import noise_key, shape_of
 from specdsl.report import verdicts as vlines
@@ -189,6 +190,9 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
     notes: list[str] = []
     if run is not None and doc is None:
         notes.append(f"the run folder of {run.id} ({run.folder}) is gone: runs and latency samples cannot be shown, only the medians state kept")
+    left_out = not_read(doc)[0]  # invalid runs (specdsl.bench.validity): plotted, never read by a verdict
+    if left_out:
+        notes.append(f"{left_out}; no verdict reads them")
 
     baseline, base_run, base_doc = _baseline_of(ix, name, doc)
     verdict_list = [_verdict(ix, addr, name, doc, run, base_run, base_doc) for addr in ix.checks.get(name, ())]
@@ -326,7 +330,7 @@ def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
         return ()
     if doc is None or shape.kind not in ("ratio", "absolute", "difference"):
         return ()
-    per_run = [checks.Results.from_bench({"runs": [r]}, {}) for r in doc.get("runs", ())]
+    per_run = [checks.Results.from_bench({"runs": [r]}, {}) for r in doc.get("runs", ()) if not r.get("invalid")]
     values = tuple(value(shape.candidate, r, None) for r in per_run)
     if shape.kind in ("ratio", "difference") and base_run is not None:
         base = checks.Results.from_bench(base_doc, {}) if base_doc else checks.Results((dict(base_run.metrics),), {}, {})

@@ -165,11 +165,11 @@ def load_tree(root: Path, diags: list[Diagnostic]) -> Sources:
         for stmt in file.statements:
             if isinstance(stmt, ast.Import):
                 if not stmt.path:
-                    diags.append(Diagnostic.error("Empty import path", stmt.span))
+                    diags.append(Diagnostic.error("Empty import path", stmt.path_span or stmt.span))
                     continue
                 if "\0" in stmt.path:
                     continue  # reported by read_file's name check
-                visit(path.parent / stmt.path, chain + [real], stmt.span)
+                visit(path.parent / stmt.path, chain + [real], stmt.path_span or stmt.span)  # at the path: it is what is wrong
 
     visit(root, [], None)
     return sources

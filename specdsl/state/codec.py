@@ -49,6 +49,7 @@ RECORDS: dict[str, tuple[type, dict[str, str]]] = {
         "id": STR, "step": STR, "identity": STR, "experiment": STR, "status": STATUS,
         "started": STR, "finished": STR, "folder": STR, "metrics": NUM_PAIRS,
         "effective": VALUE_PAIRS, "reason": STR, "argv": STR_LIST, "runs": OPT_INT, "job": OPT_STR,
+        "invalid": STR_LIST,
     }),
     "baselines": (Baseline, {"track": STR, "run": STR, "experiment": STR, "promoted": STR}),
     "steps": (StepRecord, {"addr": STR, "kind": STR, "identity": STR, "content": STR, "updated": STR}),

@@ -133,7 +133,10 @@ class RunRecord:
     failed or was skipped. `runs` is how many repetitions (the workload's
     `runs`) those metrics summarize; None: not recorded (a state written
     before the count was), taken as enough by planning. `job` is the id of
-    the Slurm job the run happened in (docs/slurm.md)."""
+    the Slurm job the run happened in (docs/slurm.md). `invalid`: the runs
+    (repetitions) of a benchmark that are not measurements, `run N: why`
+    (specdsl.bench.validity); None when every run is valid. They stay in the
+    run folder's result but `runs` and `metrics` leave them out."""
 
     id: str
     step: str
@@ -149,6 +152,7 @@ class RunRecord:
     argv: tuple[str, ...] = attrs.field(default=(), converter=tuple)  # a launch: the command that started the server
     runs: int | None = None
     job: str | None = None  # the Slurm job it ran in (None: not through Slurm)
+    invalid: tuple[str, ...] | None = attrs.field(default=None, converter=lambda v: None if v is None else tuple(v))
 
     def metric(self, name: str) -> float | None:
         return dict(self.metrics).get(name)

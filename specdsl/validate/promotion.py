@@ -17,6 +17,7 @@ from typing import Sequence
 
 from specdsl.diag import Diagnostic, Span
 from specdsl.model.assert_shape import shape_of
+from specdsl.model.counts import is_count
 
 EXAMPLE = 'assert "faster" { output_throughput >= baseline.output_throughput * 1.03 }'
 EXAMPLE_NO_BASELINE = 'assert "fast" { output_throughput >= 1000 }'
@@ -24,8 +25,9 @@ EXAMPLE_NO_BASELINE = 'assert "fast" { output_throughput >= 1000 }'
 
 def is_gating(expr) -> bool:
     """Whether an assertion is gating: its shape is ratio or absolute (the
-    verdicts' own rule, `specdsl.apply.judge`)."""
-    return shape_of(expr).kind != "exact"
+    verdicts' own rule, `specdsl.apply.judge`), and it does not read a count
+    (a count is decided exactly, specdsl.model.counts)."""
+    return shape_of(expr).kind != "exact" and not is_count(expr)
 
 
 def check_promotion(experiment: str, span: Span | None, asserts: Sequence, diags: list[Diagnostic],

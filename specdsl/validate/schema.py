@@ -92,6 +92,25 @@ def duration(positive: bool = True) -> Check:
     return check
 
 
+def failure_limit(v: V, diags, name) -> Any:
+    """A count of requests (`3`) or a fraction of a run's (`1%`, `0.01`):
+    ("count", n) or ("fraction", f)."""
+    x = v.value
+    if isinstance(x, ast.Quantity) and x.unit == "%":
+        if not 0 <= x.value <= 100:
+            return _err(diags, f"`{name}` must be between 0% and 100%, not {x.value:g}%", v.span)
+        return ("fraction", x.fraction())
+    if isinstance(x, float) and 0 < x < 1:
+        return ("fraction", x)
+    if isinstance(x, float) and x.is_integer():
+        x = int(x)
+    if isinstance(x, int) and not isinstance(x, bool) and x >= 0:
+        return ("count", x)
+    return _err(diags, f"`{name}` must be a count of requests (`0`, `3`) or a fraction of them (`1%`), not "
+                f"{x if isinstance(x, (int, float)) and not isinstance(x, bool) else type_name(x)}", v.span,
+                "failed requests a run may have and still be a measurement (docs/language.md)")
+
+
 def enum(*choices: str) -> Check:
     def check(v: V, diags, name):
         x = v.value
@@ -274,6 +293,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "ignore_eos": Field(boolean),
         "command": Field(command_list(WORKLOAD_COMMAND)),
         "client_processes": Field(integer(1), doc="worker processes the built-in client spreads the streams over (default 1)"),
+        "max_failed": Field(failure_limit, doc="failed requests a valid run may have: a count or a fraction (default 0)"),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }
@@ -397,6 +417,10 @@ def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) 
             )
         )
         return None
+    if "max_failed" in values:  # a count, or a fraction of each run's requests (specdsl.bench.validity)
+        values = dict(values)
+        kind, limit = values.pop("max_failed")
+        values["max_failed_fraction" if kind == "fraction" else "max_failed"] = limit
     if values.get("client_processes") == 1:
         values = {k: v for k, v in values.items() if k != "client_processes"}  # the default: the same benchmark as unset
     return config.Workload(name=name, span=span, metrics=metrics, **values)

@@ -69,3 +69,19 @@ def test_stale_hint_of_a_plain_plan(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert main(["apply", "p.plan.toml"]) == 6
     assert _hint_command(capsys.readouterr().err) == ["specdsl", "plan", "x.spec", "-o", "p.plan.toml"]
+
+
+def test_a_change_of_a_file_imported_by_absolute_path_outside_the_spec_folder_makes_the_plan_stale(tmp_path, monkeypatch,
+                                                                                                   capsys):
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "proj").mkdir()
+    shared = tmp_path / "shared" / "servers.spec"
+    shared.write_text(SPEC[SPEC.index('server "srv"'):SPEC.index('workload "w"')])
+    root = SPEC.replace(SPEC[SPEC.index('server "srv"'):SPEC.index('workload "w"')], "")
+    (tmp_path / "proj" / "x.spec").write_text(f'import "{shared}"\n\n' + root)
+    monkeypatch.chdir(tmp_path / "proj")
+    assert main(["plan", "--no-refresh", "x.spec", "--state", "st", "-o", "p.plan.toml"]) == 0
+    shared.write_text(shared.read_text().replace('"http.server"', '"http.server", "--bind", "127.0.0.1"'))
+    capsys.readouterr()
+    assert main(["apply", "p.plan.toml", "--state", "st"]) == 6
+    assert "stale plan: x.spec (or a file it imports, or a variable) changed" in capsys.readouterr().err

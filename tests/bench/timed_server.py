@@ -25,12 +25,20 @@ the clients' turnaround on each keep-alive connection
 of the next request on it);
 POST /flush_cache and /reset_prefix_cache answer 200 and count the resets
 (in /metrics as `double:cache_resets_total`).
+
+Faults on cue, for the validity tests: `--fail-percent P` answers HTTP 500
+to P% of the streamed requests, spread evenly and counted over the
+server's life (the n-th fails when floor(n P / 100) grows: at 1% the
+100th, 200th, ...; at 50% every second; at 100% all); the readiness
+check (not streamed) always succeeds. `--pids FILE` appends `PID PGID`
+to FILE when it starts, so a test can check that its group is gone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import sys
 import threading
@@ -41,6 +49,7 @@ _lock = threading.Lock()
 _counts = {"requests": 0, "prompt_tokens": 0, "generation_tokens": 0, "cache_resets": 0,
            "turnaround_s": 0.0, "turnarounds": 0}
 TIMING = {"ttft": 0.040, "itl": 0.008}
+FAULTS = {"fail_percent": 0.0, "streamed": 0}
 
 
 def _event(obj) -> bytes:
@@ -103,6 +112,12 @@ class Handler(BaseHTTPRequestHandler):
                 _counts["cache_resets"] += 1
             return self._plain(200, b"")
         req = json.loads(body or b"{}")
+        if req.get("stream") and FAULTS["fail_percent"]:
+            with _lock:
+                FAULTS["streamed"] += 1
+                n, p = FAULTS["streamed"], FAULTS["fail_percent"]
+            if int(n * p // 100) > int((n - 1) * p // 100):
+                return self._plain(500, b'{"error": "internal error (injected)"}')
         chat = self.path.endswith("/chat/completions")
         n = int(req.get("max_tokens") or 16)
         ttft, itl = TIMING["ttft"], TIMING["itl"]
@@ -144,8 +159,14 @@ def main() -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ttft-ms", type=float, default=40.0)
     parser.add_argument("--itl-ms", type=float, default=8.0)
+    parser.add_argument("--fail-percent", type=float, default=0.0)
+    parser.add_argument("--pids", default=None)
     args = parser.parse_args()
     TIMING.update(ttft=args.ttft_ms / 1000, itl=args.itl_ms / 1000)
+    FAULTS["fail_percent"] = args.fail_percent
+    if args.pids:
+        with open(args.pids, "a") as f:
+            f.write(f"{os.getpid()} {os.getpgid(0)}\n")
     ThreadingHTTPServer.daemon_threads = True
     ThreadingHTTPServer.request_queue_size = 256
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)

@@ -471,6 +471,24 @@ def test_durations_become_seconds(tmp_path):
     assert d.timeout == 5400 and d.cooldown == pytest.approx(0.2)
 
 
+def test_max_failed_is_a_count_or_a_fraction(tmp_path):
+    cfg = ok(tmp_path, PRELUDE + """
+    workload "none" {}
+    workload "count" {
+      max_failed = 3
+    }
+    workload "percent" {
+      max_failed = 1%
+    }
+    workload "fraction" {
+      max_failed = 0.25
+    }
+    """)
+    got = {w.name: (w.max_failed, w.max_failed_fraction) for w in cfg.workloads}
+    assert got["none"] == (None, None) and got["count"] == (3, None)
+    assert got["percent"] == (None, pytest.approx(0.01)) and got["fraction"] == (None, 0.25)
+
+
 def test_diagnostics_render_format(tmp_path, capsys):
     from specdsl.cli.main import main
 

@@ -43,7 +43,7 @@ def test_import_of_a_link_to_itself(tmp_path):
     for args in (["validate"], ["plan", "--no-refresh"]):
         proc = cli(*args, "main.spec", cwd=tmp_path)
         assert proc.returncode == 1
-        assert ("main.spec", 1, 1, "`self.spec` is a symbolic link that loops") in located(proc), proc.stderr
+        assert ("main.spec", 1, 8, "`self.spec` is a symbolic link that loops") in located(proc), proc.stderr
 
 
 def test_links_that_loop_through_each_other_and_a_root_that_loops(tmp_path):
@@ -51,7 +51,7 @@ def test_links_that_loop_through_each_other_and_a_root_that_loops(tmp_path):
     os.symlink("a.spec", tmp_path / "b.spec")
     (tmp_path / "main.spec").write_text('# two links\nimport "a.spec"\n')
     proc = cli("validate", "main.spec", cwd=tmp_path)
-    assert proc.returncode == 1 and ("main.spec", 2, 1, "`a.spec` is a symbolic link that loops") in located(proc)
+    assert proc.returncode == 1 and ("main.spec", 2, 8, "`a.spec` is a symbolic link that loops") in located(proc)
     for command in ("validate", "fmt"):
         proc = cli(command, "a.spec", cwd=tmp_path)
         assert proc.returncode == 1 and located(proc)[0][3] == "`a.spec` is a symbolic link that loops", proc.stderr
@@ -157,7 +157,7 @@ def test_import_of_a_dotenv_file_names_it_and_does_not_echo_it(tmp_path):
     (tmp_path / "main.spec").write_text('import ".env"\n' + SERVER)
     proc = cli("validate", "main.spec", cwd=tmp_path)
     assert proc.returncode == 1
-    assert located(proc) == [("main.spec", 1, 1, "`.env` is not a spec file")]
+    assert located(proc) == [("main.spec", 1, 8, "`.env` is not a spec file")]
     assert "a text file (" in proc.stderr and "2 lines" in proc.stderr
     assert secret not in proc.stdout + proc.stderr and "HF_TOKEN" not in proc.stderr
     proc = cli("validate", "--json", "main.spec", cwd=tmp_path)
@@ -168,7 +168,7 @@ def test_import_of_a_binary_file_says_what_it_is(tmp_path):
     (tmp_path / "key.bin").write_bytes(b"\x89secret\xff\xfe\x00token")
     (tmp_path / "main.spec").write_text('import "key.bin"\n')
     proc = cli("validate", "main.spec", cwd=tmp_path)
-    assert located(proc) == [("main.spec", 1, 1, "`key.bin` is not a spec file")]
+    assert located(proc) == [("main.spec", 1, 8, "`key.bin` is not a spec file")]
     assert "binary file" in proc.stderr and "secret" not in proc.stderr.replace("may hold a secret", "")
 
 
@@ -178,3 +178,17 @@ def test_a_spec_with_a_mistake_is_still_shown_at_its_line(tmp_path):
     proc = cli("validate", "main.spec", cwd=tmp_path)
     assert located(proc) == [("typo.spec", 1, 22, "Unexpected `}`")]
     assert 'stack "a" { python = }' in proc.stderr
+
+
+def test_an_absolute_import_outside_the_folder_is_reported_at_its_path(tmp_path):
+    """The position is the path's (the caret's), not the statement's start."""
+    outside = tmp_path / "elsewhere" / "notes.txt"
+    outside.parent.mkdir()
+    outside.write_text("not a spec\n")
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "a.spec").write_text(f'import "{outside}"\n')
+    proc = cli("validate", "a.spec", cwd=tmp_path / "proj")
+    [(name, line, col, summary)] = located(proc)
+    assert (name, line, col) == ("a.spec", 1, 8) and summary.endswith("is not a spec file")
+    caret = proc.stderr.splitlines()[2]
+    assert caret.index("^") - caret.index("|") - 2 == 7, proc.stderr  # under the path's opening quote

@@ -15,12 +15,12 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
-from specdsl.apply import gpus
+from specdsl.apply import gpus, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, planned_reuse
 from specdsl.bench.datasets import local_dataset
-from specdsl.hosts import host_key
+from specdsl.hosts import Cancelled, host_key
 from specdsl.plan.model import Action
 
 
@@ -53,19 +53,27 @@ class Benchmark:
         workload = attrs.evolve(exp.workload, runs=exp.workload.runs - len(prior)) if prior else exp.workload
         workload = attrs.evolve(workload, dataset=local_dataset(workload.dataset, walk.spec_dir))
         start = gpus.snapshot(walk, host, exp.host, launch, gpus.server_pids(walk, host, exp.host, handle))
+        watch = validity.watch(ctx, server.name, handle, host)  # a server lost mid-run fails the step
         try:
-            if workload.command:
-                result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
-                                                    model=server.model, out_dir=folder, stop=ctx.stop)
-            else:
-                tokenizer = server.model if Path(server.model).is_dir() else None
-                adapter = servers.adapter_for(server.engine)
-                result = bench.run_benchmark(workload, handle.base_url, server.model, folder,
-                                             quirks=adapter.quirks, tokenizer=tokenizer,
-                                             progress=ctx.progress, stop=ctx.stop,
-                                             server=adapter.server_side(), first_run=len(prior))
-        except bench.BenchError as exc:
+            with watch:
+                if workload.command:
+                    result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
+                                                        model=server.model, out_dir=folder, stop=watch.stop)
+                else:
+                    tokenizer = server.model if Path(server.model).is_dir() else None
+                    adapter = servers.adapter_for(server.engine)
+                    result = bench.run_benchmark(workload, handle.base_url, server.model, folder,
+                                                 quirks=adapter.quirks, tokenizer=tokenizer,
+                                                 progress=ctx.progress, stop=watch.stop,
+                                                 server=adapter.server_side(), first_run=len(prior))
+        except (bench.BenchError, Cancelled) as exc:
+            if watch.check():
+                validity.server_lost(ctx, watch, prior, getattr(exc, "runs", ()), folder, _medians_of)
+            if isinstance(exc, Cancelled):
+                raise
             raise StepFailed(f"{exc} (server log: {handle.log_path})", str(folder)) from None
+        if watch.check():
+            validity.server_lost(ctx, watch, prior, result.runs, folder, _medians_of, result.settings)
         run_warnings = result.warnings()  # the runs made now, e.g. "client-bound: ..." (specdsl.bench.monitor)
         end = gpus.snapshot(walk, host, exp.host, launch, gpus.server_pids(walk, host, exp.host, handle))
         gpu_facts, gpu_warnings = gpus.run_gpu_facts(ctx.addr, start, end)
@@ -84,12 +92,14 @@ class Benchmark:
             walk.result.warn(f"{ctx.addr}: {w}")
         for w in gpu_warnings:
             walk.result.warn(w)
-        metrics = medians(result)
+        metrics = _medians_of(validity.valid(result.runs))  # an invalid run is not a measurement
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
-                                                 effective=effective | gpu_facts), runs=len(result.runs))
+                                                 effective=effective | gpu_facts), runs=len(validity.valid(result.runs)),
+                           invalid=validity.invalid_of(result.runs))
         ctx.writer.step_done(step, run)
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
-        return completed(ctx, summary, str(folder))
+        bad = validity.note_invalid(ctx, result.runs, exp.workload.runs)
+        return completed(ctx, ", ".join(x for x in (summary, bad) if x), str(folder))
 
 
     def _paired(self, ctx: StepContext) -> Outcome:
@@ -113,6 +123,7 @@ class Benchmark:
 
         doc, effective = paired.run_paired(ctx, more, judge.looks_of(exp.workload), extra)
         metrics = paired.record(ctx, doc, effective, doc["launches"])
+        validity.note_left_out(ctx, doc)  # pairs with an invalid run: no verdict reads them
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
         return completed(ctx, f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches; candidate {summary}", str(ctx.folder))
 
@@ -139,8 +150,12 @@ def prior_runs(ctx: StepContext, wanted: int) -> list:
         doc = json.loads((ctx.writer.state_dir / run.folder / "result.json").read_text())
     except (OSError, ValueError):
         return []
-    runs = bench.BenchResult.from_json(doc).runs
-    return list(runs) if len(runs) == run.runs else []
+    runs = validity.valid(bench.BenchResult.from_json(doc).runs)  # the invalid ones are made again
+    return [attrs.evolve(r, index=i) for i, r in enumerate(runs)] if len(runs) == run.runs else []
+
+
+def _medians_of(runs) -> dict[str, float]:
+    return medians(bench.BenchResult(runs=tuple(runs)))
 
 
 def medians(result: bench.BenchResult) -> dict[str, float]:

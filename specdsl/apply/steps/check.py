@@ -4,9 +4,10 @@ when it is new: a re-apply that decides the same thing writes nothing."""
 
 from __future__ import annotations
 
-from specdsl.apply import checks, judge
+from specdsl.apply import checks, judge, validity
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
+from specdsl.bench.validity import valid_document
 from specdsl.apply.results import baseline_results, document_of, effective_of, load_results, per_run
 from specdsl.state import new_run_id, utc_now
 
@@ -29,15 +30,17 @@ class Check:
             mine = load_results(state, state_dir, bench_step.identity)
             measured, adaptive = judge.Measured(mine, None, candidate_runs=per_run(run, state_dir),
                                                 baseline_missing=step.payload.get("baseline_missing", ""),
-                                                client_bound=judge.client_bound_of(document_of(run, state_dir) if run is not None and run.folder else None)), False
+                                                client_bound=judge.client_bound_of(valid_document(document_of(run, state_dir) if run is not None and run.folder else None))), False
         else:
             mine = load_results(state, state_dir, bench_step.identity)
             baseline = baseline_results(state, state_dir, exp, walk.graph)
             measured, adaptive = judge.Measured(mine, baseline, candidate_runs=per_run(run, state_dir),
                                                 baseline_note=baseline_note(state, exp, run.id if run is not None else None),
-                                                client_bound=judge.client_bound_of(document_of(run, state_dir) if run is not None and run.folder else None)), False
+                                                client_bound=judge.client_bound_of(valid_document(document_of(run, state_dir) if run is not None and run.folder else None))), False
         assertion = step.payload["assertion"]
         verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
+        raw = document_of(run, state_dir) if run is not None and run.folder else None
+        verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool(raw and raw.get("pairs")))
         with walk.mutex:
             walk.verdicts[ctx.addr] = verdict
             walk.result.verdicts.append((exp.name, verdict))

@@ -30,7 +30,7 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
-from specdsl.apply import gpus
+from specdsl.apply import gpus, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import localize
 from specdsl.bench.datasets import local_dataset
@@ -217,20 +217,27 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         sub = folder / f"pair-{i}-{letter}-{j}"
         say = block_progress(ctx.progress, i, letter, len(done.runs), total)
         began = time.monotonic()
+        watch = validity.watch(ctx, arm.server.name, handle, host)  # its server lost mid-run fails the step
         try:
             if w_run.command:
                 say("run 1/1: the command")
                 result = bench.run_command_workload(w_run, host=host, server_host=handle.bind, port=handle.port,
-                                                    model=arm.server.model, out_dir=sub, stop=ctx.stop)
+                                                    model=arm.server.model, out_dir=sub, stop=watch.stop)
             else:
                 tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
                 adapter = servers.adapter_for(arm.server.engine)
                 # both arms of a pair get the same fresh prompts for their j-th run; each pair new ones
                 result = bench.run_benchmark(w_run, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
-                                             tokenizer=tokenizer, progress=say, stop=ctx.stop,
+                                             tokenizer=tokenizer, progress=say, stop=watch.stop,
                                              server=adapter.server_side(), first_run=i * block + j)
-        except bench.BenchError as exc:
+        except (bench.BenchError, Cancelled) as exc:
+            validity.raise_if_lost(watch, f"pair {i} arm {letter} ({arm.name}): ", sub)
+            if isinstance(exc, Cancelled):
+                raise
             raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})", str(sub)) from None
+        finally:
+            watch.close()
+        validity.raise_if_lost(watch, f"pair {i} arm {letter} ({arm.name}): ", sub)
         done.launches[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
             done.warnings.append(f"{ctx.addr} pair {i} arm {letter} ({arm.name}): {w}")
@@ -301,7 +308,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         while n < first or (n < budget and decide_more(done.to_json(names))):
             measure_pair(n, max(first, n + 1))
             n += 1
-    except Cancelled:
+    except (Cancelled, validity.ServerLost):  # what completed stays recorded
         _cleanup(stop_all, ctx)
         if done.complete_pairs():
             record(ctx, done.to_json(names), done.effective.get(CANDIDATE, {}), done.launches)
@@ -373,7 +380,7 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
     (folder / "result.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     (folder / "effective.json").write_text(json.dumps(secrets.redact_tree(effective), sort_keys=True, default=str))
     candidate = {i for p in doc["pairs"] for b in p["blocks"] if b["arm"] == CANDIDATE for i in b["runs"]}
-    metrics = medians_of_runs([r for r in doc["runs"] if r["index"] in candidate])
+    metrics = medians_of_runs([r for r in doc["runs"] if r["index"] in candidate and not r.get("invalid")])
     argv = next((tuple(x["argv"]) for x in reversed(launches) if x["arm"] == CANDIDATE and "argv" in x), ())
     effective = effective | gpus.visible(ctx.walk, ctx.addr, ctx.step.payload["host"])  # the GPUs both arms ran on
     effective = effective | doc.get("gpu_facts", {})  # the snapshots at the pair's start and end

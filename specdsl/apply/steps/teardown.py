@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome
+from specdsl.apply.server_watch import already_exited
 from specdsl.apply.steps.common import completed, planned_reuse
 from specdsl.apply.steps.launch import handle_from_record, stop_server
 from specdsl.plan.model import Action
@@ -22,5 +23,7 @@ class Teardown:
                 return planned_reuse(ctx, "nothing running")
             handle = handle_from_record(record, walk.graph.steps[launch].payload["server"])
         ctx.begin()
-        stop_server(walk, launch, handle, walk.host_of(walk.graph.steps[launch]))
-        return completed(ctx, "server stopped")
+        host = walk.host_of(walk.graph.steps[launch])
+        gone = already_exited(handle, host)  # a server that died is not "stopped"
+        stop_server(walk, launch, handle, host)
+        return completed(ctx, gone or "server stopped")

@@ -1,0 +1,50 @@
+"""Assertions on counts: exact facts of each run, not noisy estimates.
+
+A *count* metric (`completed`, `failed`, `total_input_tokens`,
+`total_output_tokens`, and the server's `server_*_tokens` counters: every
+metric whose unit is `count` in specdsl.model.metrics) is what happened in
+a run. An assertion that compares a bare count with a constant
+(`failed == 0`, `completed >= 240`) is decided exactly over every valid run:
+it passes when each run satisfies it and fails naming the runs that do not.
+No interval, so any number of runs decides it (one is enough), and it is
+not gating (no Holm correction, it asks no statistical question).
+"""
+
+from __future__ import annotations
+
+from specdsl.apply import checks
+from specdsl.model.counts import OPS, count_shape, is_count  # noqa: F401  (is_count: for judge)
+
+def decide_count(name: str, expr, runs: list[tuple[str, dict]], env: dict) -> checks.Verdict | None:
+    """The exact verdict of a count assertion over `runs` ((label, per-run
+    metrics) of every valid run); None when `expr` is not one."""
+    found = count_shape(expr)  # specdsl.model.counts
+    if found is None:
+        return None
+    metric, op, const = found
+    try:
+        threshold = float(checks.evaluate(const, None, None, env, []))
+    except (checks.Missing, TypeError, ValueError, ZeroDivisionError) as exc:
+        return checks.Verdict(name, "error", f"cannot compute: {exc}")
+    if not runs:
+        return checks.Verdict(name, "error", "no valid run to read")
+    missing = [label for label, m in runs if metric not in m]
+    if missing:
+        return checks.Verdict(name, "error", f"{metric} missing from {', '.join(missing)}")
+    bad = [f"{label}: {metric} = {m[metric]:g}" for label, m in runs if not OPS[op](float(m[metric]), threshold)]
+    every = f"{metric} {op} {threshold:g} in every one of {len(runs)} valid run{'s' if len(runs) != 1 else ''} (a count: exact, no interval)"
+    if bad:
+        return checks.Verdict(name, checks.FAIL, f"not {every}: {'; '.join(bad)}")
+    values = sorted(float(m[metric]) for _, m in runs)
+    seen = f"{values[0]:g}" if values[0] == values[-1] else f"{values[0]:g} to {values[-1]:g}"
+    return checks.Verdict(name, checks.PASS, f"{every}: {seen}")
+
+
+def runs_of(measured) -> list[tuple[str, dict]]:
+    """(label, metrics) of each valid run of the candidate a `judge.Measured`
+    holds: its runs apart, or the runs of its blocks in the valid pairs."""
+    if measured.pairs:
+        return [(f"pair {i} arm B", run) for i, (_a, b) in enumerate(measured.pairs) for run in b.runs]
+    if measured.candidate_runs:
+        return [(f"run {k}", run) for k, r in enumerate(measured.candidate_runs) for run in r.runs]
+    return [(f"run {k}", run) for k, run in enumerate(measured.mine.runs)] if measured.mine is not None else []
