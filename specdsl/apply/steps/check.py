@@ -47,9 +47,28 @@ class Check:
             # every new verdict is kept (state is the history of what was checked); it needs no run folder
             now = utc_now()
             run = ctx.writer.run_record(step, new_run_id(), None, now, "completed", reason=reason,
-                                        metrics={"pass": 1.0 if verdict.status == checks.PASS else 0.0})
+                                        metrics={"pass": 1.0 if verdict.status == checks.PASS else 0.0, **evidence_metrics(verdict)})
             ctx.writer.step_done(step, run)
         return Outcome(ctx.addr, step.kind, Status.COMPLETED, Reason.DONE, verdict.detail, verdict=verdict.status)
+
+
+# the numbers of a gating verdict that a later plan reads back (an undecided
+# one's pairs, launches and minutes to a decision: specdsl.plan.cost)
+EVIDENCE_METRICS = ("n", "estimate", "low", "high", "threshold", "level", "noise")
+
+
+def evidence_metrics(verdict) -> dict[str, float]:
+    """`evidence.X` for each finite number of the verdict's evidence (n,
+    estimate, interval, threshold, level, and for paired ratios `noise`,
+    the sd of the pairs' log ratios)."""
+    import math
+
+    out = {}
+    for key in EVIDENCE_METRICS:
+        value = (verdict.evidence or {}).get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            out[f"evidence.{key}"] = float(value)
+    return out
 
 
 def baseline_note(state, exp, mine: str | None) -> str:
