@@ -108,6 +108,9 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
         names = {h.name: h for h in cfg.hosts} | {e.host.name: e.host for e in cfg.experiments}
         wanted = {s.identity: s.payload["host"] for s in graph.steps.values() if s.kind == "provision"}
         fresh = refresh(state, names=names, wanted=wanted)
+    from specdsl.plan.durations import recorded_durations
+
+    state_dir = state_dir_for(Path(args.file), Path(args.state) if getattr(args, "state", None) else None)
     plan = make_plan(
         graph,
         state,
@@ -117,6 +120,7 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
         variables=loaded.variables,
         rerun=getattr(args, "rerun", False),
         targets=tuple(getattr(args, "target", [])),
+        durations=recorded_durations(state, state_dir, graph),
     )
     if not dataset_errors(graph, plan, Path(args.file).parent):
         return None, None
@@ -259,7 +263,7 @@ def cmd_plan(args) -> int:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
         acts = any(s.action != "keep" for s in stale)
-        return EXIT_CHANGES if plan.has_changes or acts else EXIT_OK
+        return EXIT_CHANGES if plan.pending or acts else EXIT_OK
     return EXIT_OK
 
 

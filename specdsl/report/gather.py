@@ -375,6 +375,12 @@ def gather(state: State | None, state_dir: Path, name: str):
         return collections.track_view(ix, bare)
     if kind == "" and is_track and is_exp:
         raise NotFound(f"`{bare}` is both an experiment and a track; name one: `experiment.{bare}` or `track.{bare}`")
+    if not is_exp and not kind == "track":
+        holder = _arm_of(ix, bare)
+        if holder is not None:  # measured only as a paired arm (no benchmark of its own): that comparison
+            view = experiment_view(ix, holder)
+            note = f"{bare} has no benchmark of its own: it was measured as the baseline arm (A) of {holder}'s pairs, shown here"
+            return attrs.evolve(view, notes=(note, *view.notes))
     if not is_exp:
         bases = sorted({e.split("[", 1)[0] for e in experiments})
         raise NotFound(_unknown(f"experiment or track `{bare}`", bare, bases + list(state.tracks()), "experiments and tracks recorded"))
@@ -386,6 +392,17 @@ def gather(state: State | None, state_dir: Path, name: str):
         raise NotFound(f"No results of experiment `{bare}` recorded: its benchmark has not run "
                        f"(recorded steps: {', '.join(steps)}); run `specdsl apply` first")
     return view
+
+
+def _arm_of(ix: Index, name: str) -> str | None:
+    """The experiment whose latest paired result measured `name` as its
+    baseline arm (A), or None."""
+    for r in reversed(ix.state.runs):
+        if r.status == "completed" and r.step.startswith("benchmark.") and r.folder:
+            doc = _doc(r, ix.state_dir)
+            if doc and doc.get("pairs") and (doc.get("arms") or {}).get("A") == name:
+                return r.experiment
+    return None
 
 
 def _unknown(what: str, name: str, known, label: str) -> str:
