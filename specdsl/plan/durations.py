@@ -27,7 +27,12 @@ LAUNCH_S = "launch_s"
 _ARMS = {"A": "baseline", "B": "candidate"}
 
 
-def recorded_durations(state, state_dir: Path | None, graph=None) -> Durations:
+def recorded_durations(state, state_dir: Path | None, graph=None, wanted: set[str] | None = None) -> Durations:
+    """The durations recorded in `state` (and its run folders under
+    `state_dir`). With `wanted` (benchmark addresses of `graph`), only the
+    run folders whose servers or runs those benchmarks share are read (a
+    result.json holds every request's samples: a plan of a few benchmarks
+    does not read a sweep's thousand)."""
     if state is None:
         return Durations()
     launches: dict[str, list[float]] = {}
@@ -47,9 +52,14 @@ def recorded_durations(state, state_dir: Path | None, graph=None) -> Durations:
     for step in (graph.steps.values() if graph is not None else ()):
         if step.kind == "benchmark":
             contents[step.identity] = step.content
+    keys = None
+    if wanted is not None and graph is not None:
+        keys = set().union(*(_keys(graph.steps[a].content) for a in wanted if a in graph.steps))
     for run in state.runs:
         content = contents.get(run.identity)
         if content is None or run.status != "completed" or not run.step.startswith("benchmark.") or not run.folder:
+            continue
+        if keys is not None and not keys & _keys(content):
             continue
         doc = _document(Path(state_dir) / run.folder)
         if doc is None:
@@ -59,6 +69,17 @@ def recorded_durations(state, state_dir: Path | None, graph=None) -> Durations:
         except (KeyError, TypeError, ValueError):
             continue  # a result this reader does not understand: its durations are not used
     return Durations.of(launches, runs)
+
+
+def _keys(content: dict) -> set[str]:
+    """The launch identities and run keys a benchmark's content names."""
+    try:
+        if "arms" in content:
+            ids = {arm: arm_launch_identity(content, arm) for arm in _ARMS.values()}
+            return set(ids.values()) | {run_key(i, content, arm) for arm, i in ids.items()}
+        return {content["launch"], run_key(content["launch"], content)}
+    except (KeyError, TypeError):
+        return set()
 
 
 def _document(folder: Path) -> dict | None:

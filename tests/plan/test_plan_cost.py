@@ -85,7 +85,7 @@ def _recorded_durations_state(tmp_path):
     return cfg, graph, state, state_dir
 
 
-def test_the_time_is_estimated_from_recorded_launches_and_runs_of_the_same_server_and_workload(tmp_path):
+def test_the_time_is_estimated_from_recorded_launches_and_runs_of_the_same_server_and_workload(tmp_path, capsys):
     cfg, graph, state, state_dir = _recorded_durations_state(tmp_path)
     durations = recorded_durations(state, state_dir, graph)
     _, plan = plan_for(cfg, state, rerun=True, durations=durations)
@@ -107,6 +107,13 @@ def test_the_time_is_estimated_from_recorded_launches_and_runs_of_the_same_serve
     assert doc["cost"]["seconds_first"] == round(total.seconds_first, 1)
     (bench,) = [c for c in doc["changes"] if c["addr"] == "benchmark.cand"]
     assert bench["cost"]["seconds_most"] == round(cand.seconds_most, 1)
+    # through the CLI: the same numbers, read from the state folder
+    write_state(state_dir, state)
+    code, out, _ = run(capsys, "plan", "--no-refresh", str(tmp_path / "x.spec"), "--state", str(state_dir), "--rerun", "--json")
+    assert code == 0 and json.loads(out)["cost"]["seconds_first"] == round(total.seconds_first, 1)
+    # only the run folders that what is planned shares a server or workload with are read
+    assert recorded_durations(state, state_dir, graph, set()).run_s == {}
+    assert recorded_durations(state, state_dir, graph, set()).launch_s == durations.launch_s  # (from state alone)
     # another workload on the same servers: its runs were never recorded, the time is unknown
     other = resolve_text(tmp_path, SPEC.replace("requests    = 16", "requests    = 32"))
     _, plan = plan_for(other, state, durations=durations)
