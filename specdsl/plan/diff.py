@@ -169,6 +169,7 @@ def make_plan(
     candidacy: dict[str, tuple[str, str]] = {}  # promote addr -> (new | ready | stop, reason)
     index: Index | None = None  # the state's verdict runs, indexed when a check or promote step needs them
     undecided: list = []
+    noise_runs: dict | None = None  # check address -> its latest verdict run that recorded its pairs' noise
     # Decide in need order (a launch needs to know its benchmarks, a
     # provision its launches); emit in topological order below.
     decide = sorted((a for a in order if a in selected), key=lambda a: (_DECIDE[graph.steps[a].kind], a))
@@ -238,7 +239,9 @@ def make_plan(
                     reads.append(f"track {base['track']} baseline (no stack lock to rebuild it from: its comparisons are errors)")
                 else:
                     reads.append(f"track {base['track']}'s recorded result (baseline_mode = \"recorded\": drift not controlled)")
-            reason = "reads " + ", ".join(reads) + noise_note(step, state, spec)
+            if noise_runs is None:
+                noise_runs = measured_noise_runs(state)
+            reason = "reads " + ", ".join(reads) + noise_note(step, state, spec, noise_runs)
             if index is None:
                 index = Index(state)
             gone = _undecided(graph, step, state, index, bench_runs, durations, spec)
@@ -350,16 +353,17 @@ def _calibrated(step, state) -> float | None:
     return dict(runs[-1].metrics).get(f"noise.{noise_key(shape.candidate)}") if runs else None
 
 
-def _measured_noise(step, state):
-    """(noise, pairs, run) of the latest verdict of this check's address that
-    recorded the noise of its pairs (sd of their log ratios), or None."""
-    for run in reversed(getattr(state, "runs", ())):
-        if run.step == step.addr and run.status == "completed" and run.metric("evidence.noise") is not None:
-            return run.metric("evidence.noise"), int(run.metric("evidence.n") or 0), run
-    return None
+def measured_noise_runs(state) -> dict:
+    """Check address -> its latest verdict run that recorded the noise of its
+    pairs (`evidence.noise`, the sd of their log ratios), indexed once."""
+    out = {}
+    for run in getattr(state, "runs", ()):
+        if run.step.startswith("check.") and run.status == "completed" and run.metric("evidence.noise") is not None:
+            out[run.step] = run
+    return out
 
 
-def noise_note(step, state, spec: str) -> str:
+def noise_note(step, state, spec: str, noise_runs: dict | None = None) -> str:
     """For a ratio assertion: the smallest effect it can detect, from the
     noise `specdsl calibrate` recorded, or how to measure that noise."""
     from specdsl.model.assert_shape import noise_key, shape_of
@@ -372,10 +376,12 @@ def noise_note(step, state, spec: str) -> str:
     runs = [r for r in getattr(state, "runs", ()) if r.step == f"calibrate.{exp.name}" and r.status == "completed"]
     sd = dict(runs[-1].metrics).get(f"noise.{metric}") if runs else None
     source = f"calibrated {runs[-1].finished}" if sd is not None else ""
-    measured = _measured_noise(step, state) if sd is None else None
+    if noise_runs is None:
+        noise_runs = measured_noise_runs(state)
+    measured = noise_runs.get(step.addr) if sd is None else None
     if measured is not None:  # the pairs of an earlier verdict measured it: no calibration needed
-        sd, n, run = measured
-        source = f"measured by the {n} pairs of verdict run {run.id}"
+        sd = measured.metric("evidence.noise")
+        source = f"measured by the {int(measured.metric('evidence.n') or 0)} pairs of verdict run {measured.id}"
     if sd is None:
         return f"; noise of {metric} unknown: measure it with `specdsl calibrate {spec} {exp.name}`"
     from specdsl.verdict import mde_ratio
