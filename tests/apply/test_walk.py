@@ -425,6 +425,12 @@ def test_an_undecided_budget_is_inconclusive_and_says_what_a_decision_needs(tmp_
     (undecided,) = plan.undecided
     assert undecided.check == "check.cand.faster" and undecided.pairs == 3 and undecided.run == vrun.id
     assert "raise `max_runs` of workload w to" in undecided.advice or "no affordable amount" in undecided.advice
+    # report (and diff) read base from the pairs' A arm
+    from specdsl.report import gather
+
+    view = gather(state, tmp_path / ".specdsl", "base")
+    assert view.name == "cand" and view.notes[0].startswith("base has no benchmark of its own: it was measured as the "
+                                                            "baseline arm (A) of cand's pairs"), view.notes
 
 
 TRACK_PAIRED = '''
