@@ -565,6 +565,10 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     requests = {arm: _request_once(work, server, exp.workload) for arm, server in (("baseline", base.server), ("candidate", exp.server))}
     if requests["candidate"] is not None:
         content["request"] = {arm: request[0] for arm, request in requests.items()}
+    # the arms' servers carry their env and args: a secret is in the content
+    # (so in the identity and the step recorded in state) only as its keyed
+    # digest, as in a launch's; each arm's content is then its launch's
+    content = secrets.hide(content, work.cfg.sensitive)
     identity = digest(["benchmark", content])
     addr = f"benchmark.{exp.name}"
     deps = tuple(dict.fromkeys((prov_b.addr, prov_c.addr)))
