@@ -11,7 +11,7 @@ before it builds anything:
   specdsl reads (else: which version wrote it and what to do);
 - every top-level key is present with its JSON type;
 - an object is rebuilt only as a class of the closed list `CLASSES`
-  (config, syntax tree, spans, steps, plan), with the fields that class
+  (config, syntax tree, spans, steps, plan and its costs), with the fields that class
   has; anything else is refused by name.
 
 So a job file from another specdsl version, or a damaged one, is a
@@ -62,10 +62,11 @@ def _classes() -> dict[str, type]:
     from specdsl import diag
     from specdsl.graph import steps
     from specdsl.model import ast, config
+    from specdsl.plan import cost as plan_cost
     from specdsl.plan import model as plan_model
 
     out: dict[str, type] = {}
-    for module in (config, ast, diag, steps, plan_model):
+    for module in (config, ast, diag, steps, plan_model, plan_cost):  # plan_cost: a plan's costs and undecided verdicts
         for name, value in vars(module).items():
             if isinstance(value, type) and value.__module__ == module.__name__ and (
                     attrs.has(value) or issubclass(value, enum.Enum)):

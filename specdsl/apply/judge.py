@@ -121,7 +121,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                 labels = [f"pair {i}" for i in range(len(pairs))]
                 flagged = _joined(v.describe_outliers([a for a, _ in pairs], "arm A (the baseline)", labels),
                                   v.describe_outliers([b for _, b in pairs], "arm B (the candidate)", labels))
-                return _verdict(name, d, gating=True, note=_joined(_needed(pairs, d, k), flagged))
+                return _verdict(name, d, gating=True, note=_joined(_needed(pairs, d, k), flagged), noise=_noise(pairs))
             if measured.baseline is None:
                 return checks.Verdict(name, "error", measured.baseline_missing or "the baseline has no results", gating=True)
             base = _value(shape.baseline, None, measured.baseline, env)
@@ -188,10 +188,24 @@ def _needed(pairs, d, k: float) -> str:
     return f"a decision would need about {need} pairs at this noise and effect"
 
 
-def _verdict(name: str, d, *, gating: bool, note: str = "") -> checks.Verdict:
+def _noise(pairs) -> float | None:
+    """The sd of the pairs' log ratios (specdsl.verdict.noise_of): what the
+    check records with its verdict, so that a plan after an undecided apply
+    estimates from the noise these pairs measured. None below 2 pairs."""
+    from specdsl import verdict as v
+
+    try:
+        return v.noise_of(pairs)
+    except ValueError:
+        return None
+
+
+def _verdict(name: str, d, *, gating: bool, note: str = "", noise: float | None = None) -> checks.Verdict:
     detail = d.line() + (f"; {note}" if note else "")
     evidence = {"estimate": d.estimate, "low": d.low, "high": d.high, "level": d.level, "n": d.n, "threshold": d.threshold,
                 "op": d.op, "mde": d.mde, "method": d.method, "verdict": d.verdict.value}
+    if noise is not None:  # paired ratios only: the sd of their log ratios
+        evidence["noise"] = noise
     return checks.Verdict(name, d.verdict.value, detail, gating=gating, evidence=evidence)
 
 

@@ -4,7 +4,7 @@
      "plan": {... as `plan --json` ...},
      "steps": [{"addr", "kind", "status", "reason", "detail", "elapsed_s", "log", "root"}],
      "verdicts": [{"experiment", "assertion", "verdict", "gating", "detail",
-                   "evidence": {"estimate", "low", "high", "level", "n", "threshold", "op", "mde", "method"} | null}],
+                   "evidence": {"estimate", "low", "high", "level", "n", "threshold", "op", "mde", "method", ("noise")} | null}],
      "benchmarks": [{"addr", "run", "runs": [{"index", "metrics", "valid", "invalid"?}],
                      "pairs": [{"pair", "blocks": [{"arm": "A"|"B", "runs": [...], "launch": k}]}]}],
      "invalid_runs": N,

@@ -137,17 +137,22 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
             print("  = hint: the plan needs to ask each host what still runs there; check the host and your ssh "
                   "config, or plan offline from recorded state with --no-refresh (-refresh=false)", file=sys.stderr)
             return None, None
-    plan = make_plan(
-        graph,
-        state,
-        fresh,
-        spec=loaded.spec,
-        spec_digest=loaded.digest,
-        variables=loaded.variables,
-        rerun=getattr(args, "rerun", False),
-        targets=tuple(getattr(args, "target", [])),
-        more=getattr(args, "more", 0),
-    )
+
+    def planned(durations=None):
+        return make_plan(graph, state, fresh, spec=loaded.spec, spec_digest=loaded.digest, variables=loaded.variables,
+                         rerun=getattr(args, "rerun", False), targets=tuple(getattr(args, "target", [])),
+                         more=getattr(args, "more", 0), durations=durations)
+
+    plan = planned()
+    # the costs' times: the durations recorded for what this plan runs or
+    # leaves undecided, read from the state folder (only those run folders),
+    # then the same plan with them (planning is pure and takes 0.04 s)
+    wanted = {c.addr for c in plan.costs} | {graph.steps[u.check].deps[0] for u in plan.undecided}
+    if wanted and state is not None and state.runs:
+        from specdsl.plan.durations import recorded_durations
+
+        state_dir = state_dir_for(Path(args.file), Path(args.state) if getattr(args, "state", None) else None)
+        plan = planned(recorded_durations(state, state_dir, graph, wanted))
     if not dataset_errors(graph, plan, Path(args.file).parent):
         return None, None
     return graph, plan
@@ -289,7 +294,7 @@ def cmd_plan(args) -> int:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
         acts = any(s.action != "keep" for s in stale)
-        return EXIT_CHANGES if plan.has_changes or acts else EXIT_OK
+        return EXIT_CHANGES if plan.pending or acts else EXIT_OK
     return EXIT_OK
 
 

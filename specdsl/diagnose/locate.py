@@ -79,7 +79,8 @@ def side_of(state, state_dir: Path, cfg, graph, ref: str, *, spec: str = "") -> 
         run = state.result(bench.identity) if bench is not None else None
         if run is None:
             raise DiagnoseError(f"experiment {ref!r} has no recorded results: run `specdsl apply {spec or 'FILE'} --target {ref}` first")
-        return run, exp, "candidate"
+        # a baseline measured only as its candidate's paired arm (graph `arm_only`): that result's A arm
+        return run, exp, "baseline" if graph.arm(ref) == "A" else "candidate"
     found = [r for r in state.runs if r.step == f"benchmark.{ref}" and r.status == "completed"]
     if found:
         return found[-1], None, "candidate"

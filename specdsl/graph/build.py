@@ -2,6 +2,9 @@
 
     tracks      a track baseline measured beside its candidate: the track's
                 promoted configuration, rebuilt from its stack lock (track_arm)
+    arm_only    a baseline that only paired candidates read (no assertion or
+                promotion of its own) is measured as their arm alone: no
+                launch or benchmark of its own
     preflight   one per host
     provision   one per (machine, stack content)
     launch      one per (provision, server content)
@@ -86,6 +89,15 @@ class Graph:
             self._rank = {a: i for i, a in enumerate(natural_sorted(self.steps))}
         return self._rank
 
+    def arm(self, experiment: str) -> str | None:
+        """"A" when `experiment`'s benchmark is a paired one that measures it
+        as the baseline arm (it has none of its own: `arm_only`), "B" when it
+        is the candidate of its paired benchmark, else None."""
+        step = self.steps.get(self.by_experiment.get(experiment, {}).get("benchmark", ""))
+        if step is None or "paired" not in step.payload:
+            return None
+        return "A" if step.payload["paired"].name == experiment and step.payload["experiment"].name != experiment else "B"
+
     def downstream(self, addr: str) -> set[str]:
         """Every step that (transitively) comes after `addr`."""
         return _reach(self.succ, addr)
@@ -141,6 +153,9 @@ class _Work:
     # candidate -> its baseline's arm rebuilt from one (graph/track_arm)
     locks: dict = attrs.Factory(dict)
     arms: dict[str, config.Experiment] = attrs.Factory(dict)
+    # baseline -> the first candidate that measures it as its paired arm,
+    # for each baseline nothing else reads (`arm_only`)
+    arm_only: dict[str, str] = attrs.Factory(dict)
     spec_dir: Any = None  # where relative dataset files are (None: the current directory)
     dataset_digests: dict[str, str | None] = attrs.Factory(dict)
 
@@ -360,6 +375,25 @@ def tracks(work: _Work) -> None:
             work.arms[exp.name] = arm
 
 
+def arm_only(work: _Work) -> None:
+    """A baseline experiment measured only as its candidates' paired arm:
+    it has no assertion and no promotion of its own, its own benchmark
+    would be a plain one, and every experiment that names it as its
+    baseline is paired with it. Its runs are the pairs' A arm, so it gets
+    no launch and no benchmark of its own (that would measure it a second
+    time); `by_experiment[NAME]["benchmark"]` is the first such candidate's
+    paired benchmark (`Graph.arm` says "A"), which diff, diagnose, report
+    and `--target NAME` read."""
+    cfg = work.cfg
+    for exp in cfg.experiments:
+        if exp.asserts or exp.promote or paired_with(cfg, exp, work.arms) is not None:
+            continue
+        readers = [e for e in cfg.experiments
+                   if e.baseline is not None and e.baseline.kind == "experiment" and e.baseline.name == exp.name]
+        if readers and all(paired_with(cfg, e, work.arms) is not None for e in readers):
+            work.arm_only[exp.name] = readers[0].name
+
+
 def _with_arms(work: _Work):
     """(experiment, the cells it serves): every experiment, then each track
     arm once (serving its candidates)."""
@@ -421,8 +455,8 @@ def _launch_content(prov: Step, server: config.Server) -> dict:
 
 def launch(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        if paired_with(work.cfg, exp, work.arms) is not None:
-            continue  # its benchmark starts both arms' servers itself, alternately
+        if paired_with(work.cfg, exp, work.arms) is not None or exp.name in work.arm_only:
+            continue  # its (or its candidate's) paired benchmark starts both arms' servers itself, alternately
         prov = work.graph.steps[_cells(work)[exp.name]["provision"]]
         content, identity = _identified(work, "launch", prov.identity, exp.server,
                                         lambda: _launch_content(prov, exp.server))
@@ -516,6 +550,8 @@ def benchmark(work: _Work) -> None:
         if base is not None:
             _paired_benchmark(work, exp, base)
             continue
+        if exp.name in work.arm_only:
+            continue  # measured as its candidates' arm (below)
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
         workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
         content = _with_dataset_digest(work, exp.workload, {"launch": lau.identity, "workload": workload})
@@ -528,6 +564,8 @@ def benchmark(work: _Work) -> None:
         _add(work, Step(addr, "benchmark", identity, content, (lau.addr,), host=exp.host.name, experiments=(exp.name,),
                         payload={"experiment": exp}))
         _cells(work)[exp.name]["benchmark"] = addr
+    for name, reader in work.arm_only.items():
+        _cells(work)[name]["benchmark"] = _cells(work)[reader]["benchmark"]
 
 
 def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experiment) -> None:
@@ -549,6 +587,10 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     requests = {arm: _request_once(work, server, exp.workload) for arm, server in (("baseline", base.server), ("candidate", exp.server))}
     if requests["candidate"] is not None:
         content["request"] = {arm: request[0] for arm, request in requests.items()}
+    # the arms' servers carry their env and args: a secret is in the content
+    # (so in the identity and the step recorded in state) only as its keyed
+    # digest, as in a launch's; each arm's content is then its launch's
+    content = secrets.hide(content, work.cfg.sensitive)
     identity = digest(["benchmark", content])
     addr = f"benchmark.{exp.name}"
     deps = tuple(dict.fromkeys((prov_b.addr, prov_c.addr)))
@@ -709,6 +751,7 @@ def _find_cycle(graph: Graph) -> list[str]:
 
 TRANSFORMS: tuple[tuple[str, Transform], ...] = (
     ("tracks", tracks),
+    ("arm_only", arm_only),
     ("preflight", preflight),
     ("provision", provision),
     ("launch", launch),

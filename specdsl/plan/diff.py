@@ -117,7 +117,14 @@ def make_plan(
     rerun: bool = False,
     targets: tuple[str, ...] = (),
     more: int = 0,
+    durations=None,
 ) -> Plan:
+    """`durations` (cost.Durations, read by specdsl.plan.durations): the
+    recorded launch and run durations the costs are estimated from; None:
+    none known (every time is unknown)."""
+    from specdsl.plan.cost import Durations
+
+    durations = durations if durations is not None else Durations()
     order = graph.order()
     selected = _select(graph, targets)
     actions: dict[str, Action] = {}
@@ -166,14 +173,16 @@ def make_plan(
             # recorded pairs are kept, only new pairs launch servers
             if index is None:
                 index = Index(state)
-            undecided = _undecided_checks(graph, addr, index)
+            open_checks = _undecided_checks(graph, addr, index)
             budget = max_runs(workload) + max(0, more)
-            if undecided and recorded < budget:
+            if open_checks and recorded < budget:
                 bench_runs.add(addr)
-                going_on[addr] = (recorded, budget, undecided)
+                going_on[addr] = (recorded, budget, open_checks)
 
     running_at_end: set[str] = set()
     candidacy: dict[str, tuple[str, str]] = {}  # promote addr -> (new | ready | stop, reason)
+    undecided: list = []
+    noise_runs: dict | None = None  # check address -> its latest verdict run that recorded its pairs' noise
     # Decide in need order (a launch needs to know its benchmarks, a
     # provision its launches); emit in topological order below.
     decide = sorted((a for a in order if a in selected), key=lambda a: (_DECIDE[graph.steps[a].kind], a))
@@ -253,7 +262,14 @@ def make_plan(
                     reads.append(f"track {base['track']} baseline (no stack lock to rebuild it from: its comparisons are errors)")
                 else:
                     reads.append(f"track {base['track']}'s recorded result (baseline_mode = \"recorded\": drift not controlled)")
-            reason = "reads " + ", ".join(reads) + noise_note(step, state, spec)
+            if noise_runs is None:
+                noise_runs = measured_noise_runs(state)
+            reason = "reads " + ", ".join(reads) + noise_note(step, state, spec, noise_runs)
+            if index is None:
+                index = Index(state)
+            gone = _undecided(graph, step, state, index, bench_runs, durations, spec)
+            if gone is not None:
+                undecided.append(gone)
         elif kind == "promote":
             if index is None:
                 index = Index(state)
@@ -285,6 +301,7 @@ def make_plan(
             changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(natural_sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
                                    change.identity, (), change.deps, change.after, change.experiments, change.host)
 
+    costs = _costs(graph, [a for a in order if a in bench_runs], more_runs, actions, durations, going_on)
     drift = tuple(refresh.drift)
     lineage = state.lineage if state is not None else None
     serial = state.serial if state is not None else 0
@@ -299,6 +316,8 @@ def make_plan(
         rerun=rerun,
         targets=tuple(targets),
         more=more,
+        costs=costs,
+        undecided=tuple(undecided),
     )
 
 
@@ -314,7 +333,79 @@ def _undecided_checks(graph: Graph, addr: str, index: Index) -> list[str]:
     return natural_sorted(out)
 
 
-def noise_note(step, state, spec: str) -> str:
+def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, durations, going_on: dict) -> tuple:
+    """The cost of each benchmark that runs, in plan order (specdsl.plan.cost);
+    an undecided comparison that goes on measures one pair before its next
+    look (past the horizon, every pair is a look) and at most its budget."""
+    from specdsl.plan.cost import paired_cost as cost_of_pairs
+    from specdsl.plan.cost import plain_cost
+
+    out, launched = [], set()
+    for addr in running:
+        step = graph.steps[addr]
+        workload = step.payload["experiment"].workload
+        have, want = more_runs.get(addr, (0, None))
+        if "paired" in step.payload and addr in going_on:
+            have, budget, _ = going_on[addr]
+            out.append(cost_of_pairs(addr, step.content, workload, done=have, first=1, most=budget, durations=durations))
+            continue
+        if "paired" in step.payload:
+            first = (want - have) if want is not None else first_pairs(workload)
+            out.append(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload),
+                                     durations=durations))
+            continue
+        launch = step.deps[0]
+        starts = actions.get(launch) in (Action.CREATE, Action.REPLACE) and launch not in launched
+        launched.add(launch)
+        runs = (want - have) if want is not None else workload.runs
+        out.append(plain_cost(addr, step.content, workload, runs=runs,
+                              launch=graph.steps[launch].identity if starts else None, durations=durations))
+    return tuple(out)
+
+
+def _undecided(graph: Graph, step, state, index: Index, bench_runs: set[str], durations, spec: str):
+    """An `Undecided` (specdsl.plan.cost) when the check's current verdict
+    is INCONCLUSIVE and nothing in this plan measures it again; else None."""
+    from specdsl.plan.cost import undecided_of
+    from specdsl.state.promotions import INCONCLUSIVE
+
+    bench_addr = step.deps[0]
+    if bench_addr in bench_runs:
+        return None
+    run = index.verdict(step.addr, step.identity)
+    if verdict_status(run) != INCONCLUSIVE:
+        return None
+    exp = step.payload["experiment"]
+    not_promoted = ""
+    if exp.promote:
+        not_promoted = f"nothing was promoted to track {exp.promote}: {step.addr} was inconclusive, and a promotion needs every check to pass"
+    return undecided_of(step, run, graph.steps[bench_addr], not_promoted=not_promoted, durations=durations,
+                        calibrated=_calibrated(step, state), spec=spec)
+
+
+def _calibrated(step, state) -> float | None:
+    """The noise `specdsl calibrate` recorded for a ratio check's metric, or None."""
+    from specdsl.model.assert_shape import noise_key, shape_of
+
+    shape = shape_of(step.payload["assertion"].expr)
+    if shape.kind != "ratio":
+        return None
+    exp = step.payload["experiment"]
+    runs = [r for r in getattr(state, "runs", ()) if r.step == f"calibrate.{exp.name}" and r.status == "completed"]
+    return dict(runs[-1].metrics).get(f"noise.{noise_key(shape.candidate)}") if runs else None
+
+
+def measured_noise_runs(state) -> dict:
+    """Check address -> its latest verdict run that recorded the noise of its
+    pairs (`evidence.noise`, the sd of their log ratios), indexed once."""
+    out = {}
+    for run in getattr(state, "runs", ()):
+        if run.step.startswith("check.") and run.status == "completed" and run.metric("evidence.noise") is not None:
+            out[run.step] = run
+    return out
+
+
+def noise_note(step, state, spec: str, noise_runs: dict | None = None) -> str:
     """For a ratio assertion: the smallest effect it can detect, from the
     noise `specdsl calibrate` recorded, or how to measure that noise."""
     from specdsl.model.assert_shape import noise_key, shape_of
@@ -326,6 +417,13 @@ def noise_note(step, state, spec: str) -> str:
     metric = noise_key(shape.candidate)
     runs = [r for r in getattr(state, "runs", ()) if r.step == f"calibrate.{exp.name}" and r.status == "completed"]
     sd = dict(runs[-1].metrics).get(f"noise.{metric}") if runs else None
+    source = f"calibrated {runs[-1].finished}" if sd is not None else ""
+    if noise_runs is None:
+        noise_runs = measured_noise_runs(state)
+    measured = noise_runs.get(step.addr) if sd is None else None
+    if measured is not None:  # the pairs of an earlier verdict measured it: no calibration needed
+        sd = measured.metric("evidence.noise")
+        source = f"measured by the {int(measured.metric('evidence.n') or 0)} pairs of verdict run {measured.id}"
     if sd is None:
         return f"; noise of {metric} unknown: measure it with `specdsl calibrate {exp.name} {spec}`"
     from specdsl.verdict import mde_ratio
@@ -334,7 +432,7 @@ def noise_note(step, state, spec: str) -> str:
     at = f"{mde_ratio(sd, first) - 1:.1%} at {first} pairs"
     if most > first:
         at += f", {mde_ratio(sd, most) - 1:.1%} at {most}"
-    return f"; detectable effect {at} (noise {sd:.3g}, calibrated {runs[-1].finished})"
+    return f"; detectable effect {at} (noise {sd:.3g}, {source})"
 
 
 def command_preview(exp) -> str:

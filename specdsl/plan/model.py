@@ -75,6 +75,10 @@ class Plan:
     targets: tuple[str, ...] = ()
     more: int = 0  # `--more N`: pairs a paired benchmark may add beyond its `max_runs`
     format_version: int = PLAN_FORMAT
+    # what each benchmark that runs will cost (specdsl.plan.cost.Cost), in
+    # plan order, and the gating verdicts left undecided (cost.Undecided)
+    costs: tuple = ()
+    undecided: tuple = ()
     # the plan file it was read from (`read_plan`); None for a plan made in
     # this process. Where it came from, not what it says: left out of equality.
     read_from: str | None = attrs.field(default=None, eq=False)
@@ -88,6 +92,21 @@ class Plan:
     @property
     def has_changes(self) -> bool:
         return any(c.action in CHANGING for c in self.changes)
+
+    @property
+    def pending(self) -> bool:
+        """Work is left: a change, or a gating verdict left undecided
+        (what `--detailed-exitcode` reports as 2)."""
+        return self.has_changes or bool(self.undecided)
+
+    def total(self):
+        """The launches, runs and seconds of every benchmark that runs (cost.Total)."""
+        from specdsl.plan.cost import total
+
+        return total(self.costs)
+
+    def cost(self, addr: str):
+        return next((c for c in self.costs if c.addr == addr), None)
 
     def change(self, addr: str) -> Change | None:
         return next((c for c in self.changes if c.addr == addr), None)

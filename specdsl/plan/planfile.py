@@ -50,9 +50,19 @@ def _body(plan: Plan) -> dict:
             for c in plan.changes
         ],
     }
+    # the costs and the undecided verdicts (specdsl.plan.cost), present only
+    # when there are some; TOML has no null: a None field is left out
+    if plan.costs:
+        body["costs"] = [_no_none(attrs.asdict(c)) for c in plan.costs]
+    if plan.undecided:
+        body["undecided"] = [_no_none(attrs.asdict(u)) for u in plan.undecided]
     if plan.lineage:
         body["lineage"] = plan.lineage
     return body
+
+
+def _no_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
 
 
 def _checksum(body: dict) -> str:
@@ -136,7 +146,11 @@ def _from_body(doc: dict) -> Plan:
                 host=c["host"],
             )
         )
+    from specdsl.plan.cost import Cost, Undecided
+
     return Plan(
+        costs=tuple(Cost(**c) for c in doc.get("costs", ())),
+        undecided=tuple(Undecided(**u) for u in doc.get("undecided", ())),
         spec=doc["spec"],
         spec_digest=doc["spec_digest"],
         variables=tuple(sorted(doc["variables"].items())),

@@ -46,16 +46,49 @@ def render_text(plan: Plan, verbose: bool = False) -> str:
         if c.action is Action.REUSE and not verbose and not plan.has_changes and not c.reason.startswith(HELD):
             continue  # (a held promotion waits on the user: always shown)
         lines.append(f"{c.action.value:>3} {c.addr.ljust(width)}  ({c.reason})")
+    lines += cost_lines(plan)
+    lines += undecided_lines(plan)
     if not plan.has_changes:
         if lines[-1] != "":
             lines.append("")
-        lines.append("No changes. Every step matches recorded state; checks re-evaluate on apply.")
+        if plan.undecided:
+            n = len(plan.undecided)
+            lines.append(f"No changes to the steps, but {n} gating verdict{'s are' if n != 1 else ' is'} undecided (above): "
+                         "nothing more is measured until you act.")
+        else:
+            lines.append("No changes. Every step matches recorded state; checks re-evaluate on apply.")
     lines.append("")
     lines.append(summary_line(plan))
     return "\n".join(lines) + "\n"
 
 
+def cost_lines(plan: Plan) -> list[str]:
+    """Each benchmark that runs: pairs, launches, runs and the time
+    estimated from recorded durations (specdsl.plan.cost); then the total."""
+    if not plan.costs:
+        return []
+    width = max(len(c.addr) for c in plan.costs)
+    out = ["", "Cost (estimated from recorded launch and run durations of the same server and workload):"]
+    out += [f"  {c.addr.ljust(width)}  {c.line()}" for c in plan.costs]
+    out.append(f"  {'total'.ljust(width)}  {plan.total().line()}")
+    return out
+
+
+def undecided_lines(plan: Plan) -> list[str]:
+    """The gating verdicts the last apply left INCONCLUSIVE, that nothing
+    was promoted, and what would decide them."""
+    if not plan.undecided:
+        return []
+    out = ["", "Undecided (recorded INCONCLUSIVE; apply measures nothing more for them as planned):"]
+    for u in plan.undecided:
+        first, *rest = u.lines()
+        out.append(f"  ? {first}")
+        out += [f"      {line}" for line in rest]
+    return out
+
+
 def to_json(plan: Plan) -> dict:
+    costs = {c.addr: c for c in plan.costs}
     return {
         "format_version": plan.format_version,
         "spec": plan.spec,
@@ -67,6 +100,7 @@ def to_json(plan: Plan) -> dict:
         "targets": list(plan.targets),
         "drift": list(plan.drift),
         "has_changes": plan.has_changes,
+        "pending": plan.pending,
         "summary": plan.summary(),
         "changes": [
             {
@@ -82,9 +116,12 @@ def to_json(plan: Plan) -> dict:
                 "after": list(c.after),
                 "experiments": list(c.experiments),
                 "host": c.host,
+                **({"cost": costs[c.addr].as_json()} if c.addr in costs else {}),
             }
             for c in plan.changes
         ],
+        "cost": plan.total().as_json(),
+        "undecided": [u.as_json() for u in plan.undecided],
     }
 
 

@@ -165,6 +165,9 @@ experiment "cand" {
     assert sorted(o.addr for o in result.outcomes) == sorted(c.addr for c in plan.changes)
     # promoted, with the argv of the candidate's server in the lock (read from state)
     assert state.baseline("t") is not None
+    # the launch step records its seconds from start to ready (what plan estimates launches from)
+    (launch_run,) = state.runs_of("launch.slow")
+    assert launch_run.metric("launch_s") is not None and launch_run.metric("launch_s") > 0
     lock = (tmp_path / "stacks" / "t.lock.toml").read_text()
     assert "walk_double.py" in lock and '"100"' in lock
 
@@ -434,6 +437,22 @@ def test_an_undecided_budget_is_inconclusive_and_says_what_a_decision_needs(tmp_
     assert "a decision would need" in verdict.detail and "pairs" in verdict.detail
     # the pairs so far are recorded
     assert state.result(state.runs_of("benchmark.cand")[-1].identity).runs == 3
+    # with the verdict, the numbers a later plan reads back: n and the noise of the pairs' log ratios
+    (vrun,) = state.runs_of("check.cand.faster")
+    assert vrun.metric("evidence.n") == 3 and vrun.metric("evidence.noise") == verdict.evidence["noise"] > 0
+    # the plan after it: base has no benchmark of its own (measured as the pairs' arm A); the
+    # verdict is undecided, nothing was promoted, and it says what would decide
+    plan = make_plan_again(tmp_path, text, env_root)
+    assert "benchmark.base" not in [c.addr for c in plan.changes] and not plan.has_changes and plan.pending
+    (undecided,) = plan.undecided
+    assert undecided.check == "check.cand.faster" and undecided.pairs == 3 and undecided.run == vrun.id
+    assert "raise `max_runs` of workload w to" in undecided.advice or "no affordable amount" in undecided.advice
+    # report (and diff) read base from the pairs' A arm
+    from specdsl.report import gather
+
+    view = gather(state, tmp_path / ".specdsl", "base")
+    assert view.name == "cand" and view.notes[0].startswith("base has no benchmark of its own: it was measured as the "
+                                                            "baseline arm (A) of cand's pairs"), view.notes
 
 
 def test_an_undecided_comparison_continues_when_max_runs_is_raised_or_more_is_asked(tmp_path, env_root):

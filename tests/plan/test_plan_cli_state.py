@@ -120,7 +120,7 @@ def test_detailed_exitcode_against_recorded_state(recorded, capsys):
     doc = json.loads(out)
     assert code == 2 and doc["has_changes"] is True
     assert [c["addr"] for c in doc["changes"] if c["action"] not in ("=", "?")] == ["promote.cand"]
-    assert doc["summary"] == {"create": 0, "replace": 0, "reuse": 6, "run": 0, "check": 1, "promote": 1, "destroy": 0}
+    assert doc["summary"] == {"create": 0, "replace": 0, "reuse": 6, "run": 0, "check": 2, "promote": 1, "destroy": 0}
     # only the baseline experiment: checks and promote are not in it, no changes
     code, out, _ = run(capsys, "plan", "--no-refresh", str(spec), "--state", str(state_dir), "--detailed-exitcode", "--target", "base")
     assert code == 0, out

@@ -289,6 +289,11 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     assert sorted(plots) == ["intervals", "latency", "runs"]
     shot = check_in_browser(out, plots, 3600)
     assert shot.width == 1200
+    # base has no benchmark of its own (only cand reads it, paired): its report is those pairs, saying so
+    code, _, stderr = report(applied, "base", "walk.spec", "-o", str(tmp_path / "base.html"))
+    assert code == 0, stderr
+    base_page = html.unescape((tmp_path / "base.html").read_text())
+    assert "base has no benchmark of its own: it was measured as the baseline arm (A) of cand's pairs" in base_page
 
 
 def test_a_track_report_shows_every_promotion_and_the_latest_experiment(applied, tmp_path):

@@ -104,6 +104,32 @@ def test_identities_hash_secrets_with_the_users_key(tmp_path, key_file, monkeypa
     assert oct(key_file.stat().st_mode & 0o777) == oct(0o600)
 
 
+PAIRED = '''
+experiment "c" {
+  stack    = stack.st
+  server   = server.sv { args = { max-num-seqs = 16 } }
+  workload = workload.w
+  baseline = experiment.e
+  assert "f" { output_throughput >= baseline.output_throughput }
+}
+'''
+
+
+def test_a_paired_benchmark_hashes_its_arms_secrets_too(tmp_path, key_file):
+    from specdsl.plan.cost import arm_launch_identity
+
+    alone = steps(write(tmp_path, TOKEN))
+    paired = steps(write(tmp_path, TOKEN, extra=PAIRED))["benchmark.c"]
+    content = json.dumps(paired.content)
+    for secret in (TOKEN, KEY):
+        assert secret not in content and hashlib.sha256(secret.encode()).hexdigest() not in content
+    assert paired.content["arms"]["baseline"]["server"]["args"]["api-key"].startswith("(sensitive:")
+    # each arm's content is what its server's own launch step would have
+    assert arm_launch_identity(paired.content, "baseline") == alone["launch.sv"].identity
+    changed = steps(write(tmp_path, TOKEN + "x", extra=PAIRED))["benchmark.c"]
+    assert changed.identity != paired.identity  # a changed secret still changes it
+
+
 def cli(*args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "specdsl.cli.main", *map(str, args)], cwd=cwd, capture_output=True, text=True,
                           timeout=120, env=dict(os.environ, **(env or {})))

@@ -57,8 +57,11 @@ class Check:
 
 def evidence_metrics(verdict) -> dict[str, float]:
     """A gating verdict's numbers (estimate, interval, level, n, threshold,
-    smallest detectable effect), recorded with its run as `evidence.NAME`:
-    what `specdsl state show check.EXP.NAME` shows beside the verdict."""
+    smallest detectable effect; for a paired ratio `noise`, the sd of its
+    pairs' log ratios), recorded with its run as `evidence.NAME`: what
+    `specdsl state show check.EXP.NAME` shows beside the verdict, and what
+    a later plan reads back (an undecided one's pairs, launches and minutes
+    to a decision: specdsl.plan.cost)."""
     out = {}
     for key, value in (verdict.evidence or {}).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf"):

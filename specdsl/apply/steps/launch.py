@@ -9,6 +9,8 @@ by an earlier apply (killed, or its server frozen) is stopped first.
 
 from __future__ import annotations
 
+import time
+
 import attrs
 
 from specdsl import secrets, servers
@@ -21,6 +23,7 @@ from specdsl.hosts import HostError, ProcessHandle, host_key
 from specdsl.servers import lifecycle
 from specdsl.state import ServerRecord, utc_now
 
+LAUNCH_S = "launch_s"  # a launch run's metric: seconds from the server's start to ready
 STALE_GRACE_S = 3.0  # a recorded server not answering: TERM, this long, KILL (a frozen one ignores TERM)
 
 
@@ -80,6 +83,7 @@ class Launch:
                 raise StepFailed(f"the server (pid {handle.pid}) could not be recorded: {ctx.writer.failure_summary()}; "
                                  "it was stopped")
 
+        begun = time.monotonic()
         try:
             handle = servers.launch(server, env, there, host=host, progress=ctx.progress, stop=ctx.stop,
                                     on_started=on_started)
@@ -93,9 +97,12 @@ class Launch:
         with walk.mutex:
             walk.handles[ctx.addr] = handle
             walk.result.launches += 1
+        # seconds from its start to ready: what a plan estimates this server's launches from (plan.cost)
+        launch_s = time.monotonic() - begun
         record = attrs.evolve(recorded[0], status="ready")
         run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", argv=handle.argv,
-                                    effective=gpus.visible(walk, ctx.addr, step.payload["host"]))
+                                    effective=gpus.visible(walk, ctx.addr, step.payload["host"]),
+                                    metrics={LAUNCH_S: launch_s})
         ctx.writer.step_done(step, run, lambda s: s.with_server(record))
         return completed(ctx, f"ready at {handle.base_url}", handle.log_path)
 

@@ -1,0 +1,130 @@
+"""The launch and run durations recorded in a state folder, for the plan's
+cost (`specdsl.plan.cost`). Reads the state and the run folders'
+`result.json`; writes nothing, asks no host.
+
+- a launch: a launch step's run records `launch_s` (seconds from the
+  server's start to ready: specdsl.apply.steps.launch); a paired
+  benchmark's result holds one entry per launch, with `launch_s` where it
+  was recorded;
+- a run: a paired result's launches carry `run_s`, the walk's own timing
+  of each run they served (requests, counters, records); else each run of a
+  result, `duration_s` where recorded, else the load generator's `duration`
+  metric (seconds of traffic); a user's command in a plain benchmark
+  records neither, and its runs have no duration.
+
+Keys are what makes durations comparable: the launch identity (the server
+and its environment), and for runs that with the workload (`cost.run_key`).
+A benchmark run is read when its identity is a benchmark step of the graph
+or one recorded at a step address (its content tells its servers).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from specdsl.plan.cost import Durations, arm_launch_identity, run_key
+
+LAUNCH_S = "launch_s"
+_ARMS = {"A": "baseline", "B": "candidate"}
+
+
+def recorded_durations(state, state_dir: Path | None, graph=None, wanted: set[str] | None = None) -> Durations:
+    """The durations recorded in `state` (and its run folders under
+    `state_dir`). With `wanted` (benchmark addresses of `graph`), only the
+    run folders whose servers or runs those benchmarks share are read (a
+    result.json holds every request's samples: a plan of a few benchmarks
+    does not read a sweep's thousand)."""
+    if state is None:
+        return Durations()
+    launches: dict[str, list[float]] = {}
+    runs: dict[str, list[float]] = {}
+    for run in state.runs:
+        if run.status == "completed" and run.step.startswith("launch.") and run.metric(LAUNCH_S) is not None:
+            launches.setdefault(run.identity, []).append(run.metric(LAUNCH_S))
+    if state_dir is None:
+        return Durations.of(launches, runs)
+    contents: dict[str, dict] = {}
+    for record in state.steps:
+        if record.kind == "benchmark":
+            try:
+                contents[record.identity] = record.content_dict()
+            except ValueError:
+                continue
+    for step in (graph.steps.values() if graph is not None else ()):
+        if step.kind == "benchmark":
+            contents[step.identity] = step.content
+    keys = None
+    if wanted is not None and graph is not None:
+        keys = set().union(*(_keys(graph.steps[a].content) for a in wanted if a in graph.steps))
+    for run in state.runs:
+        content = contents.get(run.identity)
+        if content is None or run.status != "completed" or not run.step.startswith("benchmark.") or not run.folder:
+            continue
+        if keys is not None and not keys & _keys(content):
+            continue
+        doc = _document(Path(state_dir) / run.folder)
+        if doc is None:
+            continue
+        try:
+            _read(doc, content, launches, runs)
+        except (KeyError, TypeError, ValueError):
+            continue  # a result this reader does not understand: its durations are not used
+    return Durations.of(launches, runs)
+
+
+def _keys(content: dict) -> set[str]:
+    """The launch identities and run keys a benchmark's content names."""
+    try:
+        if "arms" in content:
+            ids = {arm: arm_launch_identity(content, arm) for arm in _ARMS.values()}
+            return set(ids.values()) | {run_key(i, content, arm) for arm, i in ids.items()}
+        return {content["launch"], run_key(content["launch"], content)}
+    except (KeyError, TypeError):
+        return set()
+
+
+def _document(folder: Path) -> dict | None:
+    for name in ("result.json", "results.json"):
+        try:
+            doc = json.loads((folder / name).read_text())
+        except (OSError, ValueError):
+            continue
+        return doc if isinstance(doc, dict) else None
+    return None
+
+
+def _seconds(run: dict) -> float | None:
+    value = run.get("duration_s")
+    if value is None:
+        value = (run.get("metrics") or {}).get("duration")
+    return float(value) if isinstance(value, (int, float)) and value >= 0 else None
+
+
+def _read(doc: dict, content: dict, launches: dict, runs: dict) -> None:
+    by_index = {r["index"]: r for r in doc.get("runs", ())}
+    if doc.get("pairs") and "arms" in content:
+        ids = {letter: arm_launch_identity(content, arm) for letter, arm in _ARMS.items()}
+        timed = False  # the walk's own timing of each run (a launch's `run_s`): what a run costs, overhead included
+        for entry in doc.get("launches", ()):
+            if entry.get("arm") in ids and isinstance(entry.get(LAUNCH_S), (int, float)):
+                launches.setdefault(ids[entry["arm"]], []).append(float(entry[LAUNCH_S]))
+            if entry.get("arm") in ids and entry.get("run_s"):
+                key = run_key(ids[entry["arm"]], content, _ARMS[entry["arm"]])
+                runs.setdefault(key, []).extend(float(t) for t in entry["run_s"] if isinstance(t, (int, float)))
+                timed = True
+        for pair in ([] if timed else doc["pairs"]):
+            for block in pair["blocks"]:
+                letter = block["arm"]
+                key = run_key(ids[letter], content, _ARMS[letter])
+                for i in block["runs"]:
+                    seconds = _seconds(by_index.get(i, {}))
+                    if seconds is not None:
+                        runs.setdefault(key, []).append(seconds)
+        return
+    if "launch" in content:
+        key = run_key(content["launch"], content)
+        for r in doc.get("runs", ()):
+            seconds = _seconds(r)
+            if seconds is not None:
+                runs.setdefault(key, []).append(seconds)
