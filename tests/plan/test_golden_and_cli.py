@@ -101,4 +101,4 @@ def test_graph_dot(tmp_path, monkeypatch, capsys):
     dot = capsys.readouterr().out
     assert dot.startswith("digraph specdsl {")
     assert '"provision.cu130" -> "benchmark.upgrade";' in dot
-    assert '"benchmark.backends[backend=triton]" -> "teardown.kimi" [style=dotted];' in dot  # an ordering edge
+    assert '"benchmark.backends[backend=triton]" -> "teardown.kimi/backends[backend=triton]" [style=dotted];' in dot  # an ordering edge
