@@ -28,7 +28,18 @@ PORT = int(argv[argv.index("--port") + 1])
 ASKED = argv[argv.index("--attention-backend") + 1] if "--attention-backend" in argv else None
 OLD = VERSION.startswith("0.5.6")
 BACKEND = ASKED or ("flashinfer" if OLD else "triton")
-RNG = random.Random(7 if OLD else 9)  # seeded: the same noise on every machine
+# seeded by the version and how many servers of this version the test
+# started before (a count in a file of its working folder, the test's own):
+# the same noise on every machine, and each launch of a pair its own draws
+_COUNT = os.path.join(os.getcwd(), f".sglang-double-{VERSION}.launches")
+try:
+    with open(_COUNT) as f:
+        _LAUNCH = len(f.read())
+except FileNotFoundError:
+    _LAUNCH = 0
+with open(_COUNT, "a") as f:
+    f.write("x")
+RNG = random.Random((7 if OLD else 9) + 1009 * _LAUNCH)
 DRAWN = random.SystemRandom()  # a launch's own: differs between any two launches, as SGLang's
 NCCL_PORT, SEED = DRAWN.randrange(20000, 60000), DRAWN.randrange(1, 2**30)
 ARGS = (f"model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto', port={PORT}, "

@@ -44,7 +44,7 @@ def test_empty_state_counts_pairs_launches_and_runs_and_the_time_is_unknown(tmp_
     most = max_runs(w)
     assert (cand.pairs_first, cand.pairs_most) == (2, most)
     assert (cand.launches_first, cand.launches_most) == (launches(2), launches(most))
-    assert (cand.runs_first, cand.runs_most) == (2 * w.block * 2, 2 * w.block * most)
+    assert (cand.runs_first, cand.runs_most) == (2 * (w.block or 1) * 2, 2 * (w.block or 1) * most)
     assert cand.seconds_first is None and "no recorded launch of either arm's server" in cand.unknown
     assert (base.pairs_first, base.launches_first, base.runs_first, base.seconds_first) == (None, 1, w.runs, None)
     text = render_text(plan)
