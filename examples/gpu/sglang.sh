@@ -71,8 +71,8 @@ cd "$work"
         echo "== history"; specdsl history prod ;;
     fix)
         echo "== apply"; specdsl apply sglang.spec --yes --target fixed "${vars[@]}"; echo "apply exit $?"
-        echo "== re-apply"; specdsl plan sglang.spec --detailed-exitcode --target fixed --target upgrade "${vars[@]}"; echo "plan exit $?"
-        specdsl apply sglang.spec --yes --target fixed --target upgrade "${vars[@]}"; echo "re-apply exit $?"
+        echo "== re-apply"; specdsl plan sglang.spec --detailed-exitcode --target fixed "${vars[@]}"; echo "plan exit $?"
+        specdsl apply sglang.spec --yes --target fixed "${vars[@]}"; echo "re-apply exit $?"
         echo "== history"; specdsl history prod
         specdsl report fixed sglang.spec -o "$out/report-fixed.html" "${vars[@]}" ;;
     triton)
