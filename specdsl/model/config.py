@@ -116,7 +116,8 @@ class Stack:
     `python` is a version ("3.11"), "system" (the interpreter specdsl runs
     under) or a path to an interpreter. `exclude` names dependencies that must
     not be installed (uv: an override with an impossible marker).
-    `installer` is "uv" (default) or "pip".
+    `installer` is "uv" (default), "pip" or "prebuilt" (nothing installed:
+    the packages, pinned, are checked in a carried tree on env.PYTHONPATH).
     """
 
     name: str

@@ -36,7 +36,7 @@ from specdsl.model.config import Stack, canonical_json
 from specdsl.provision.envinfo import EnvInfo, ProvisionError, marker_stack_json, read_marker, write_marker
 from specdsl.provision.pipconf import PipSources, read_pip_sources
 from specdsl.provision.probe import ProbeFailed, probe
-from specdsl.provision.sources import package_sources
+from specdsl.provision.sources import Sources, package_sources
 
 INSTALL_TIMEOUT_S = 3600.0
 VENV_TIMEOUT_S = 300.0
@@ -137,9 +137,14 @@ def _as_reused(record: EnvInfo) -> EnvInfo:
 
 
 def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: str, log_path: Path, say, stop) -> EnvInfo:
-    if stack.installer not in ("uv", "pip"):
-        raise ProvisionError(f"Stack {stack.name!r}: unknown installer {stack.installer!r} (use \"uv\" or \"pip\")")
+    if stack.installer not in ("uv", "pip", "prebuilt"):
+        raise ProvisionError(f"Stack {stack.name!r}: unknown installer {stack.installer!r} (use \"uv\", \"pip\" or \"prebuilt\")")
     existing = _existing_interpreter(stack, host)
+    if stack.installer == "prebuilt" and existing is None:
+        raise ProvisionError(
+            f"Stack {stack.name!r}: installer \"prebuilt\" installs nothing, so it needs an existing interpreter: "
+            "set python = \"system\" or a path (and the prebuilt tree in env.PYTHONPATH)"
+        )
     if existing is not None and stack.index:
         raise ProvisionError(
             f"Stack {stack.name!r} uses an existing interpreter ({stack.python}) and installs from "
@@ -165,11 +170,21 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
             )
         return result
 
-    pip_sources = read_pip_sources(host) if stack.installer == "uv" else PipSources()
-    sources = package_sources(host, stack, pip_sources, no_index=existing is not None, log_path=log_path)
+    if stack.installer == "prebuilt":
+        sources = Sources()
+    else:
+        pip_sources = read_pip_sources(host) if stack.installer == "uv" else PipSources()
+        sources = package_sources(host, stack, pip_sources, no_index=existing is not None, log_path=log_path)
     for w in sources.warnings:
         say(f"warning: {w}")
-    if stack.installer == "uv":
+    if stack.installer == "prebuilt":
+        # nothing is installed or resolved: the packages are already there (a
+        # carried site tree in env.PYTHONPATH over the host's interpreter);
+        # the pins are checked against what the new environment sees below
+        run([existing, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], f"creating environment (Python {existing})",
+            timeout=VENV_TIMEOUT_S)
+        _inherit_site_packages(host, existing, python, run)
+    elif stack.installer == "uv":
         uv = host.which("uv")
         if uv is None:
             raise ProvisionError(f"Stack {stack.name!r}: no `uv` on host {host.name}. Install uv there or use installer = \"pip\".")
@@ -216,6 +231,8 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
             command=[python, "-c", "import torch"], tail="\n".join(facts["torch_error"].splitlines()[-30:]),
             log_path=str(log_path),
         )
+    if stack.installer == "prebuilt":
+        _check_prebuilt(stack, facts["packages"])
     nvcc = _check_nvcc(stack, env, host, log_path, facts.get("cuda_home")) if stack.cuda else None
     record = EnvInfo(
         identity=identity,
@@ -233,6 +250,30 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
     write_marker(host, folder, record, stack_json)
     say(f"environment {identity} ready")
     return record
+
+
+def _check_prebuilt(stack: Stack, found: dict[str, str]) -> None:
+    """Every `name==version` of a prebuilt stack must be what the environment
+    holds (nothing was installed: a pin that is not met is a wrong carry)."""
+    norm = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in found.items()}
+    wrong = []
+    for pin in stack.packages:
+        m = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*(\S+))?\s*", pin)
+        if not m:
+            wrong.append(f"{pin}: a prebuilt stack pins packages as NAME or NAME==VERSION")
+            continue
+        name = re.sub(r"[-_.]+", "-", m[1]).lower()
+        have = norm.get(name)
+        if have is None:
+            wrong.append(f"{pin}: not in the environment")
+        elif m[2] and have != m[2]:
+            wrong.append(f"{pin}: the environment has {m[1]} {have}")
+    if wrong:
+        raise ProvisionError(
+            f"Provisioning stack {stack.name!r} failed: installer \"prebuilt\" installs nothing and the environment "
+            "does not hold what the stack pins: " + "; ".join(wrong)
+            + " (check the prebuilt tree named in env.PYTHONPATH)"
+        )
 
 
 def _existing_interpreter(stack: Stack, host: Host) -> str | None:

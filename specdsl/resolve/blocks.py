@@ -247,12 +247,18 @@ def _own_attrs(kind: str, block: ast.Block, parent_raw: Raw | None, scope: Scope
     return raw
 
 
-def build_typed(kind: str, name: str, raw: Raw, scope: Scope, diags) -> Any:
+def build_typed(kind: str, name: str, raw: Raw, scope: Scope, diags, deferred_args: list | None = None) -> Any:
     """A host/stack/server/workload config object from merged attributes,
-    or None when something was wrong (already reported)."""
+    or None when something was wrong (already reported). A server's flags
+    are checked against its engine's default table, or, given
+    `deferred_args`, left to the caller (which knows the release the
+    experiment's stack pins): (server, engine, args) is appended there."""
     values = schema.check_attrs(kind, raw.values, raw.names, raw.span, diags)
+    engine_args = None
     if kind == "server" and "engine" in raw.values and isinstance(raw.values["engine"].value, str):
-        check_args(raw.values["engine"].value, raw.values.get("args"), diags)
+        engine_args = (raw.values["engine"].value, raw.values.get("args"))
+        if deferred_args is None:
+            check_args(*engine_args, diags)
     metrics = []
     nested_ok = True
     for block in raw.nested:
@@ -269,13 +275,21 @@ def build_typed(kind: str, name: str, raw: Raw, scope: Scope, diags) -> Any:
                 continue
         nested_ok = False  # reported; checks that count metrics would only repeat it
     if values is None or not nested_ok:
+        if engine_args is not None and deferred_args is not None:
+            check_args(*engine_args, diags)  # no server to check later: against the default table now
         return None
     if kind == "host":
         return schema.build_host(name, values, raw.span)
     if kind == "stack":
         return schema.build_stack(name, values, raw.span)
     if kind == "server":
-        return schema.build_server(name, values, raw.span, raw.names, diags)
+        server = schema.build_server(name, values, raw.span, raw.names, diags)
+        if engine_args is not None and deferred_args is not None:
+            if server is None:
+                check_args(*engine_args, diags)
+            else:
+                deferred_args.append((server, *engine_args))
+        return server
     return schema.build_workload(name, values, raw.span, tuple(metrics), raw.names, diags)
 
 

@@ -22,7 +22,9 @@ from specdsl.resolve import blocks as blk
 from specdsl.resolve.loader import Sources, load_tree, load_var_file
 from specdsl.resolve.values import INVALID, BlockRef, OverrideValue, Scope, V, evaluate, type_name
 from specdsl.validate import schema
+from specdsl.facts import flag_table, pinned_version
 from specdsl.validate.asserts import check_assert
+from specdsl.validate.engine_args import check_args, check_effective, table_warning
 from specdsl.validate.gpus import check_gpus
 from specdsl.validate.promotion import check_promotion
 
@@ -72,6 +74,9 @@ class _Resolver:
         self.memo_override: dict = {}  # matrix cells repeat the same overrides: build each once
         self.asserts_checked: set = set()
         self.sensitive: tuple[str, ...] = ()
+        # servers whose flags wait for the release their experiments' stacks pin
+        self.deferred_args: list = []  # (server, engine, args V)
+        self.engine_checked: set = set()
 
     def run(self, given: dict[str, str], from_files: list[ast.Attribute], environ: Mapping[str, str]) -> config.Config | None:
         self.blocks = blk.collect(self.sources.files, self.diags)
@@ -89,6 +94,7 @@ class _Resolver:
         experiments: list[config.Experiment] = []
         for name in self.blocks["experiment"]:
             experiments.extend(self.experiment(name))
+        self.unpinned_engine_checks()
         self.cross_checks(experiments)
         objects = typed["stack"] + typed["server"] + typed["workload"]
         objects += [x for e in experiments for x in (e.stack, e.server, e.workload)]
@@ -112,7 +118,8 @@ class _Resolver:
         key = (kind, name)
         if key not in self.memo_typed:
             raw = self.raw(kind, name)
-            self.memo_typed[key] = None if raw is None else blk.build_typed(kind, name, raw, self.scope, self.diags)
+            self.memo_typed[key] = None if raw is None else blk.build_typed(kind, name, raw, self.scope, self.diags,
+                                                                            self.deferred_args)
         return self.memo_typed[key]
 
     def block_value(self, attr: str, v: V, scope: Scope) -> Any:
@@ -136,7 +143,7 @@ class _Resolver:
             if base is None:
                 return None
             merged = blk.apply_override(value, base)
-            built = blk.build_typed(attr, value.ref.name, merged, scope, self.diags)
+            built = blk.build_typed(attr, value.ref.name, merged, scope, self.diags, self.deferred_args)
             if key is not None:
                 self.memo_override[key] = built
             return built
@@ -211,6 +218,8 @@ class _Resolver:
                     user_metrics=user_metrics,
                     diags=self.diags,
                 )
+            if parts.get("server") is not None and parts.get("stack") is not None:
+                self.engine_checks(parts["server"], parts["stack"], raw.asserts)
             if missing or any(v is None for v in parts.values()):
                 continue
             out.append(
@@ -230,6 +239,36 @@ class _Resolver:
                 )
             )
         return out
+
+    def engine_checks(self, server: config.Server, stack: config.Stack, asserts) -> None:
+        """The server's flags and the experiment's `effective.*` against the
+        table of the engine release the stack pins (once per server, table
+        and assertion), with a warning when that release has no table."""
+        choice = flag_table(server.engine, pinned_version(server.engine, stack.packages))
+        if choice is None:
+            return
+        warn_key = ("table", stack.name, stack.span, choice)
+        if warn_key not in self.engine_checked:
+            self.engine_checked.add(warn_key)
+            warning = table_warning(choice, stack.span)
+            if warning is not None:
+                self.diags.append(warning)
+        for entry in self.deferred_args:
+            if entry[0] is server and (id(server), choice.release) not in self.engine_checked:
+                self.engine_checked.add((id(server), choice.release))
+                check_args(entry[1], entry[2], self.diags, choice)
+        for a in asserts:
+            key = (id(a), server.engine, choice.release)
+            if key not in self.engine_checked:
+                self.engine_checked.add(key)
+                check_effective(a.expr, server.engine, choice, self.diags)
+
+    def unpinned_engine_checks(self) -> None:
+        """Servers no experiment used: their flags against the default table."""
+        checked = {k[0] for k in self.engine_checked if isinstance(k, tuple) and len(k) == 2}
+        for server, engine, args in self.deferred_args:
+            if id(server) not in checked:
+                check_args(engine, args, self.diags)
 
     def matrix_cells(self, item: ast.Attribute | None) -> list[dict[str, V]] | None:
         if item is None:

@@ -8,6 +8,7 @@ one real short completion, so "ready" means it answers.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -151,9 +152,37 @@ _GATE = (
 )
 
 
-def _failure(what: str, handle: ServerHandle, host: Host) -> LaunchError:
-    return LaunchError(what, argv=handle.argv, log_path=handle.log_path, pgid=handle.pgid,
-                       tail=host.tail(Path(handle.log_path), LOG_TAIL_LINES))
+def _failure(what: str, handle: ServerHandle, host: Host, *, cause: bool = False) -> LaunchError:
+    """`cause`: the server died; its log's last exception line (read from
+    the last `_CAUSE_LINES` lines) is quoted in the summary, since the 30
+    lines of the tail are often the shutdown that followed it (SGLang: a
+    scheduler's `ImportError: Can not import FA3 in sgl_kernel. ...`, then
+    the parent's sigquit and cleanup lines)."""
+    tail = host.tail(Path(handle.log_path), LOG_TAIL_LINES)
+    if cause:
+        found = log_cause(host.tail(Path(handle.log_path), _CAUSE_LINES))
+        if found:
+            what = f"{what}: {found}"
+    return LaunchError(what, argv=handle.argv, log_path=handle.log_path, pgid=handle.pgid, tail=tail)
+
+
+_CAUSE_LINES = 400
+# `ImportError: ...`, `torch.OutOfMemoryError: ...`, `RuntimeError: ...`, after
+# an optional log prefix (`[2026-12-02 10:00:00 TP0] `) or traceback indent
+_EXCEPTION_LINE = re.compile(r"^(?:\[[^\]]*\]\s*|\s+)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)): (\S.*)$")
+
+
+def log_cause(text: str) -> str | None:
+    """The last `SomethingError: message` line of a server log (what
+    killed it), without its log prefix; None when there is none."""
+    found = None
+    for line in text.splitlines():
+        m = _EXCEPTION_LINE.match(line.rstrip())
+        if m:
+            found = f"{m[1]}: {m[2]}"
+    if found and len(found) > 300:
+        found = found[:297] + "..."
+    return found
 
 
 def _wait_ready(server: Server, handle: ServerHandle, host: Host, say, stop) -> None:
@@ -167,7 +196,7 @@ def _wait_ready(server: Server, handle: ServerHandle, host: Host, say, stop) -> 
         if not host.alive(proc):
             code = host.returncode(proc)
             status = f"with code {code}" if code is not None else ""
-            raise _failure(f"{what} exited {status} during startup".replace("  ", " "), handle, host)
+            raise _failure(f"{what} exited {status} during startup".replace("  ", " "), handle, host, cause=True)
         try:
             if http.get(handle.health_url).status_code == 200:
                 break

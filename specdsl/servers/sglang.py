@@ -57,6 +57,11 @@ class Sglang(Adapter):
             None, "architecture", "dtype", None, "weights_mem_gb"),
         r"Load weight end\. type=(\w+), dtype=(\S+), avail mem=([\d.]+) GB, mem usage=([\d.]+) GB\.": (
             "architecture", "dtype", None, "weights_mem_gb"),
+        # 0.5.17: no dtype= in the weights line; the KV cache line names its dtype
+        r"Load weight end\. elapsed=([\d.]+) s, type=(\w+), (?:[^,]*, )?avail mem=([\d.]+) GB, mem usage=([\d.]+) GB\.": (
+            None, "architecture", None, "weights_mem_gb"),
+        r"KV Cache is allocated\. dtype: (\S+), #tokens: (\d+), (?:K size: ([\d.]+) GB, V size: ([\d.]+) GB|KV size: ([\d.]+) GB)": (
+            "kv_cache_dtype", None, None, None, None),
     }
     default_backend = frozenset({_NOT_SPECIFIED, _NOT_EXPLICIT})
     kv_lists = frozenset({r"server_args=ServerArgs\((.*)\)$"})

@@ -258,7 +258,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "overrides": Field(str_list),
         "exclude": Field(str_list),
         "env": Field(str_map),
-        "installer": Field(enum("uv", "pip")),
+        "installer": Field(enum("uv", "pip", "prebuilt")),
     },
     "server": {
         "engine": Field(enum(*ENGINES), required=True),

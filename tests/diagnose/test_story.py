@@ -35,7 +35,8 @@ def test_pattern_set_by_version():
     assert pattern_set("sglang", "0.5.6") == "sglang 0.5.6"
     assert pattern_set("sglang", "0.5.7.post1") == "sglang 0.5.6"  # between releases: the older set
     assert pattern_set("sglang", "0.5.10") == "sglang 0.5.9"
-    assert pattern_set("sglang", None) == "sglang 0.5.9"  # unknown: the newest
+    assert pattern_set("sglang", "0.5.17.post1") == "sglang 0.5.17"
+    assert pattern_set("sglang", None) == "sglang 0.5.17"  # unknown: the newest
     assert pattern_set("sglang", "0.4.0") == "sglang 0.5.6"  # older than any: the oldest
     assert pattern_set("transformers", "5.19.0") == ""
 
