@@ -99,3 +99,13 @@ def pstdev(values: Iterable[float]) -> float:
     what vLLM reports as `std_*_ms`)."""
     xs = _floats(values, "population standard deviation")
     return math.sqrt(_squares(xs) / len(xs))
+
+
+# What a figure shown for a baseline or a candidate is, in one vocabulary:
+# diagnose, diff, state show, the verdict line and the report label every
+# such number with one of these (docs/statistics.md, "What a figure is").
+ARM_MEDIAN = "median of the arm's runs"  # a paired benchmark's arm: per metric, over that arm's runs
+RUN_MEDIAN = "median of the benchmark's runs"  # a benchmark measured alone (state's `metrics` of a run)
+PAIR_GEOMEAN = "geometric mean of the pair ratios"  # a ratio verdict's estimate: exp(mean(log(B/A)))
+MEDIANS_RATIO = "ratio of the arms' medians"  # candidate median / baseline median: not what a verdict decides on
+RUN_MEAN = "mean of the runs"  # an absolute verdict's estimate (a t interval on the runs' values)

@@ -60,8 +60,24 @@ def claim(walk: Walk, host, servers) -> Claim:
     if any(n is WHOLE or n > len(devices) for n in needs):
         # (validate refuses a need over the host's count; kept servers may hold the rest)
         return Claim(devices, len(devices), exclusive=True)
+    if len(needs) == 2 and all(n > 0 for n in needs) and sum(needs) <= len(devices):
+        return Claim(devices, sum(needs), exclusive=False)  # both arms up at once, on disjoint GPUs (`split`)
     most = max(needs)
     return Claim(devices, most, exclusive=most == 0)  # a server using no GPU runs alone, with none visible
+
+
+def split(walk: Walk, opener: str, decl, servers) -> list[tuple[int, ...]] | None:
+    """The GPUs of each of a paired benchmark's two arms when both fit at
+    once on what the session `opener` was given (disjoint: the first
+    arm's need first), or None when they must take turns. A host that
+    declares no GPUs runs both side by side, with none visible."""
+    if not host_devices(decl):
+        return [(), ()]
+    ids = tuple(walk.gpus.get(opener, ()))
+    needs = [server_need(s) for s in servers]
+    if any(n is WHOLE or n <= 0 for n in needs) or sum(needs) > len(ids):
+        return None
+    return [ids[:needs[0]], ids[needs[0]:needs[0] + needs[1]]]
 
 
 def side_by_side(walk: Walk) -> int:
@@ -95,7 +111,14 @@ def pin(walk: Walk, opener: str, host, decl, server, stop=None):
     allows busy GPUs)."""
     if not host_devices(decl):
         return server
-    ids = walk.gpus.get(opener, ())
+    return pin_ids(host, decl, server, walk.gpus.get(opener, ()), stop)
+
+
+def pin_ids(host, decl, server, ids, stop=None):
+    """`server` with CUDA_VISIBLE_DEVICES set to `ids` (unchanged on a host
+    without declared GPUs), after checking they are idle (see `pin`)."""
+    if not host_devices(decl):
+        return server
     if ids:
         problem = check_idle(host, decl, ids, stop)
         if problem:

@@ -32,9 +32,8 @@ import attrs
 from specdsl.apply import checks
 from specdsl.apply.checks import Results
 from specdsl.model.assert_shape import shape_of
-from specdsl.plan.diff import first_pairs, max_runs
 
-ALPHA = 0.05
+from specdsl.plan.looks import ALPHA, looks_of, schedule_for  # noqa: F401 (judge's face: the walk asks for them here)
 
 
 @attrs.frozen
@@ -48,6 +47,8 @@ class Measured:
     baseline_note: str = ""  # for a baseline not measured alongside
     baseline_missing: str = ""  # why there is no baseline to compare with (the ERROR's detail)
     client_bound: str = ""  # a run the client may have limited (specdsl.bench.monitor): no gating verdict on it
+    looks: dict = attrs.field(factory=dict)  # the look schedule the pairs were measured under (result.json "looks")
+    extra: int = 0  # pairs beyond max_runs this apply may measure (`apply --more N`)
 
 
 def client_bound_of(*docs: dict | None) -> str:
@@ -158,21 +159,11 @@ def _verdict(name: str, d, *, gating: bool, note: str = "") -> checks.Verdict:
     return checks.Verdict(name, d.verdict.value, detail, gating=gating, evidence=evidence)
 
 
-def schedule_for(workload):
-    """The looks of adaptive pairs, or None when the budget allows no more."""
-    from specdsl.verdict import LookSchedule
-
-    first, most = first_pairs(workload), max_runs(workload)
-    if most <= first:
-        return None
-    return LookSchedule(first=first, step=max(1, first // 2), max=most, alpha=ALPHA)
-
-
 def judge_experiment(exp, measured: Measured, env: dict, *, adaptive: bool = False) -> dict[str, checks.Verdict]:
     """Every assertion of `exp`, the gating ones corrected together (Holm)."""
     from specdsl.verdict import holm
 
-    schedule = schedule_for(exp.workload) if adaptive and measured.pairs else None
+    schedule = schedule_for(exp.workload, measured.looks, measured.extra) if adaptive and measured.pairs else None
     gating = [a for a in exp.asserts if shape_of(a.expr).kind != "exact"]
     out: dict[str, checks.Verdict] = {}
     if gating:

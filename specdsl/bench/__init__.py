@@ -15,7 +15,8 @@ cli. It sits above hosts on the I/O side (tests/test_layers.py).
 """
 
 from specdsl.bench.command import run_command_workload
-from specdsl.bench.loadgen import run_benchmark
-from specdsl.bench.results import METRICS, BenchError, BenchResult, RunResult
+from specdsl.bench.loadgen import run_benchmark, warm_up, warmup_requests
+from specdsl.bench.results import METRICS, BenchError, BenchResult, RunResult, stamped
 
-__all__ = ["METRICS", "BenchError", "BenchResult", "RunResult", "run_benchmark", "run_command_workload"]
+__all__ = ["METRICS", "BenchError", "BenchResult", "RunResult", "run_benchmark", "run_command_workload", "stamped", "warm_up",
+           "warmup_requests"]

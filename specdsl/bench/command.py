@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from specdsl import private
-from specdsl.bench.results import BenchError, BenchResult, RunResult
+from specdsl.bench.results import BenchError, BenchResult, RunResult, stamped
 from specdsl.hosts import Cancelled, Host, HostError
 from specdsl.model.placeholders import expand_argv
 
@@ -157,7 +157,7 @@ def run_command_workload(
         metrics = extract_metrics(text, workload.metrics, source=f"run {index} ({out_dir / name})")
         runs.append(RunResult(index=index, metrics=metrics, records_file=str(out_dir / name)))
     result = BenchResult(runs=tuple(runs))
-    private.write_text(out_dir / "result.json", json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
+    private.write_text(out_dir / "result.json", json.dumps(stamped(result.to_json()), indent=1, sort_keys=True) + "\n")
     return result
 
 

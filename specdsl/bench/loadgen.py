@@ -39,12 +39,13 @@ from specdsl import private
 from specdsl.bench.client import make_session
 from specdsl.bench.datasets import Prompt, PromptSource, Tokenizer, load_tokenizer
 from specdsl.bench.lengths import short_outputs_warning
+from specdsl.bench.steady import unsteady_warning
 from specdsl.bench.monitor import LoopMonitor, client_warnings, merge_clients, schedule_lateness_ms, worker_warnings
 from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
 from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_cache, run_figures
 from specdsl.bench.settings import request_settings
 from specdsl.bench.timings import RequestTiming, write_records
-from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures
+from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures, stamped
 from specdsl.bench.runner import StreamRunner
 from specdsl.bench.stats import compute_metrics
 from specdsl.bench.workers import WorkerPool, closed_jobs, open_jobs
@@ -141,6 +142,36 @@ def run_benchmark(
     request or every request of a run failed (with the reasons and their
     counts), or when `stop` is set before the end."""
     _check_workload(workload)
+    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run)
+    runs = _run_loop(bench.session(bench.all_runs))
+    result = BenchResult(runs=tuple(runs), settings=settings)
+    private.write_text(Path(out_dir) / "result.json", json.dumps(stamped(result.to_json()), indent=1, sort_keys=True) + "\n")
+    return result
+
+
+def warm_up(
+    workload: Any,
+    base_url: str,
+    model: str,
+    out_dir: Path,
+    *,
+    quirks: ClientQuirks = BASIC,
+    tokenizer: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> dict[str, float]:
+    """Only the warm-up of `workload` (see `_Bench.warm_up`) against the
+    server at `base_url`: what a paired benchmark sends once after each
+    launch, before the runs of both arms alternate. Nothing is measured or
+    written but the folder; returns {"requests", "ok", "seconds"}. Raises
+    BenchError when every warm-up request failed, or on `stop`."""
+    _check_workload(workload)
+    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0)
+    return _run_loop(bench.session(bench.warm_up))
+
+
+def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run):
+    """(the _Bench of one call, the request settings it uses)."""
     out_dir = Path(out_dir)
     private.make_dirs(out_dir)
     url = endpoint_url(base_url, workload.endpoint)
@@ -151,24 +182,7 @@ def run_benchmark(
                                 request_body(first_prompts[0], model, quirks, workload.ignore_eos))
     runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
     say = progress or (lambda _msg: None)
-    bench = _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run)
-
-    async def main() -> list[RunResult]:
-        runner.session = make_session(limit=0)
-        try:
-            if processes(workload) == 1:
-                return await bench.all_runs()
-            async with WorkerPool(processes(workload), out_dir, url, float(workload.timeout), tok is not None) as pool:
-                say(f"client: {pool.count} processes (pids {', '.join(map(str, pool.pids))})")
-                bench.pool = pool
-                return await bench.all_runs()
-        finally:
-            await runner.session.close()
-
-    runs = _run_loop(main())
-    result = BenchResult(runs=tuple(runs), settings=settings)
-    private.write_text(out_dir / "result.json", json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
-    return result
+    return _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run), settings
 
 
 class _Bench:
@@ -181,7 +195,7 @@ class _Bench:
         self.pool: WorkerPool | None = None  # the worker processes, when the streams are spread over several
 
     async def measure(self, bodies: list[bytes], n: int, offsets: list[float] | None,
-                      texts: dict[int, str]) -> tuple[list[RequestTiming], float, dict[str, Any]]:
+                      texts: dict[int, str], measured: bool = False) -> tuple[list[RequestTiming], float, dict[str, Any]]:
         """Send `n` requests (closed loop, or open on the schedule `offsets`)
         in this process or spread over the workers: (records, duration,
         the client's own load)."""
@@ -194,7 +208,8 @@ class _Bench:
             client = merge_clients(workers)
         else:
             if offsets is None:
-                coro = runner.closed_loop([(i, bodies[i % len(bodies)]) for i in range(n)], w.concurrency, texts)
+                coro = runner.closed_loop([(i, bodies[i % len(bodies)]) for i in range(n)], w.concurrency, texts,
+                                          seconds=getattr(w, "duration", None) if measured else None)
             else:
                 coro = runner.open_loop([(i, bodies[i % len(bodies)], t) for i, t in enumerate(offsets)], texts)
             monitor = LoopMonitor()
@@ -207,6 +222,21 @@ class _Bench:
             ordered = sorted(records, key=lambda r: r.i)
             client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
         return records, duration, client
+
+    async def session(self, work):
+        """`work()` (a coroutine function) with the HTTP session open, and
+        the worker processes when the streams are spread over several."""
+        runner, w = self.runner, self.w
+        runner.session = make_session(limit=0)
+        try:
+            if processes(w) == 1:
+                return await work()
+            async with WorkerPool(processes(w), self.out_dir, runner.url, float(w.timeout), self.tok is not None) as pool:
+                self.say(f"client: {pool.count} processes (pids {', '.join(map(str, pool.pids))})")
+                self.pool = pool
+                return await work()
+        finally:
+            await runner.session.close()
 
     def bodies(self, prompts: list[Prompt]) -> list[bytes]:
         return [request_body(p, self.model, self.quirks, self.w.ignore_eos) for p in prompts]
@@ -221,20 +251,26 @@ class _Bench:
             results.append(await self.one_run(self.first_run + k, k))
         return results
 
-    async def warm_up(self) -> None:
-        """The `warmup` requests, then batches of `concurrency` requests
-        until `warmup_time` has passed since the warmup began: a count
-        alone did not warm a continuous-batching server on a GPU (docs/gpu-run.md).
-        None of them is measured; a warmup whose every request failed
-        ends the benchmark."""
+    async def warm_up(self) -> dict[str, float]:
+        """At least one full wave of requests at the workload's concurrency
+        (`warmup` requests, raised to `concurrency` when fewer: one request
+        alone left a server cold, its first measured run slow by 1.6-2.4x,
+        docs/verdicts.md), then batches of `concurrency` requests until
+        `warmup_time` has passed since the warmup began: a count alone did
+        not warm a continuous-batching server on a GPU (docs/gpu-run.md).
+        `warmup = 0` (and no `warmup_time`) sends none. None of them is
+        measured; a warmup whose every request failed ends the benchmark.
+        Returns {"requests", "ok", "seconds"}."""
         w, runner = self.w, self.runner
         seconds = w.warmup_time or 0.0
         if w.warmup <= 0 and seconds <= 0:
-            return
-        self.say(f"warmup: {w.warmup} requests" + (f", then batches of {w.concurrency} for {seconds:g}s" if seconds > 0 else ""))
+            return {"requests": 0, "ok": 0, "seconds": 0.0}
+        count = warmup_requests(w)
+        self.say(f"warmup: {count} requests at concurrency {w.concurrency}"
+                 + (f", then batches of {w.concurrency} for {seconds:g}s" if seconds > 0 else ""))
         start = time.monotonic()
         sent = ok = 0
-        count, batch = w.warmup, 0
+        batch = 0
         while True:
             if count > 0:  # each batch its own prompts: a prefix cache must not make the warmup cheap
                 prompts, _ = self.source.prompts(count, "warmup" if batch == 0 else f"warmup-{batch}")
@@ -247,19 +283,23 @@ class _Bench:
             if time.monotonic() - start >= seconds:
                 break
             count, batch = w.concurrency, batch + 1
+        took = time.monotonic() - start
         if seconds > 0:
-            self.say(f"warmup: {ok} of {sent} requests in {time.monotonic() - start:.1f}s")
+            self.say(f"warmup: {ok} of {sent} requests in {took:.1f}s")
+        return {"requests": sent, "ok": ok, "seconds": round(took, 3)}
 
     async def one_run(self, index: int, k: int) -> RunResult:
         w, runner, session = self.w, self.runner, self.runner.session
-        self.say(f"run {k + 1}/{w.runs}: {w.requests} requests")
+        seconds = getattr(w, "duration", None)
+        self.say(f"run {k + 1}/{w.runs}: " + (f"{seconds:g}s of requests at concurrency {w.concurrency}" if seconds
+                                              else f"{w.requests} requests"))
         prompts, prompt_record = self.source.prompts(w.requests, index)
         bodies = self.bodies(prompts)
         cache = await reset_cache(session, self.base_url, self.server, runner.headers)
         before, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         texts: dict[int, str] = {}
         offsets = None if w.rate is None else arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
-        records, duration, client = await self.measure(bodies, w.requests, offsets, texts)
+        records, duration, client = await self.measure(bodies, w.requests, offsets, texts, measured=True)
         after = None
         if before is not None:
             after, status = await read_metrics(session, self.base_url, self.server, runner.headers)
@@ -279,6 +319,10 @@ class _Bench:
                                       bool(exact_len_fields(self.quirks, w.ignore_eos, 1)))
         if short:
             warnings.append(short)
+        sent = [r.chunks_s[0] * 1000.0 for r in sorted(records, key=lambda r: r.start_s) if r.ok and r.chunks_s]
+        unsteady = unsteady_warning(sent, w.concurrency) if offsets is None else None
+        if unsteady:
+            warnings.append(unsteady)
         if status.startswith("unavailable"):  # a warning, not a failed run: the run has no server metrics
             warnings.append(f"no server metrics: {status}")
         for warning in warnings:
@@ -290,6 +334,12 @@ class _Bench:
         return RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path),
                          prompts=prompt_record, cache_reset=cache, server={"metrics": status, **server_record},
                          client=client, warnings=warnings)
+
+
+def warmup_requests(workload: Any) -> int:
+    """The warm-up's first count: `warmup`, at least one full wave of
+    `concurrency` (0 when `warmup` is 0)."""
+    return 0 if workload.warmup <= 0 else max(workload.warmup, workload.concurrency)
 
 
 def _reasons(records: list[RequestTiming]) -> dict[str, int]:

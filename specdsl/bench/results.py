@@ -136,3 +136,11 @@ def describe_failures(failures: dict[str, int]) -> str:
     """`'http 422: ...' x3; timeout after 5s x1`, most frequent first."""
     items = sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))
     return "; ".join(f"{reason} x{count}" for reason, count in items)
+
+
+def stamped(doc: dict) -> dict:
+    """A result document with the version of specdsl that measured it (a
+    page attached to a release names it; readers ignore the key)."""
+    from specdsl import __version__
+
+    return {**doc, "specdsl": __version__}

@@ -13,6 +13,7 @@ run share one origin.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 
@@ -49,19 +50,29 @@ class StreamRunner:
         return record
 
     async def closed_loop(self, jobs: list[ClosedJob], streams: int, texts: dict[int, str],
-                          t0: float | None = None) -> tuple[list[RequestTiming], float]:
+                          t0: float | None = None, seconds: float | None = None) -> tuple[list[RequestTiming], float]:
         """`streams` streams take the jobs in order, each its next one as
         soon as its previous request ended. (records, seconds from t0 to
-        the last end); t0 defaults to now."""
+        the last end); t0 defaults to now. With `seconds`, the jobs cycle
+        (request i sends body i mod len(jobs)) and no stream sends after
+        t0 + seconds; what is in flight then ends and is counted."""
         records: list[RequestTiming] = []
-        queue = iter(jobs)
         t0 = time.perf_counter() if t0 is None else t0
+        if seconds is None:
+            queue = iter(jobs)
+            width = min(streams, len(jobs))
+        else:
+            bodies = [body for _, body in jobs]
+            queue = ((k, bodies[k % len(bodies)]) for k in itertools.count())
+            width = streams
 
         async def stream() -> None:
             for i, body in queue:  # one iterator shared by the streams: the next free stream takes the next job
+                if seconds is not None and time.perf_counter() - t0 >= seconds:
+                    return
                 records.append(await self.one(i, body, t0, texts))
 
-        await asyncio.gather(*(stream() for _ in range(max(1, min(streams, len(jobs))))))
+        await asyncio.gather(*(stream() for _ in range(max(1, width))))
         return records, time.perf_counter() - t0
 
     async def open_loop(self, jobs: list[OpenJob], texts: dict[int, str],

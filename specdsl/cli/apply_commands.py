@@ -64,13 +64,14 @@ def cmd_apply(args) -> int:
         except PlanFileError as exc:
             error(str(exc))
             return EXIT_ERROR
-        if args.vars or args.var_files or args.target or args.rerun:
-            error("a saved plan is applied exactly: -var, --var-file, --target and --rerun belong to `specdsl plan`")
+        if args.vars or args.var_files or args.target or args.rerun or getattr(args, "more", 0):
+            error("a saved plan is applied exactly: -var, --var-file, --target, --rerun and --more belong to `specdsl plan`")
             return EXIT_ERROR
         args.file = saved.spec
         args.vars = [f"{k}={v}" for k, v in saved.variables]
         args.target = list(saved.targets)
         args.rerun = saved.rerun
+        args.more = saved.more
     loaded = load_spec(args)
     if loaded is None:
         return EXIT_ERROR
@@ -95,6 +96,7 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
             # the plan command that made `saved`, so the new plan is made the same way
             again = ["specdsl", "plan", saved.spec, *(f"-var={k}={v}" for k, v in saved.variables)]
             again += [f"--target={t}" for t in saved.targets] + (["--rerun"] if saved.rerun else [])
+            again += [f"--more={saved.more}"] if saved.more else []
             again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
             error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
             return EXIT_CONFLICT

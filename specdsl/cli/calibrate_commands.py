@@ -76,7 +76,7 @@ def cmd_calibrate(args) -> int:
             state = load_state(state_dir)
             plan = make_plan(graph, state, Refresh.from_state(state), spec=args.file, spec_digest=loaded.digest,
                              rerun=True, targets=(cand,))
-            print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, ABBA).", file=sys.stderr)
+            print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, two fresh launches a pair).", file=sys.stderr)
             if not args.yes and not sys.stdin.isatty():
                 error("calibrate runs servers: confirm with --yes (stdin is not a terminal)")
                 return EXIT_ERROR

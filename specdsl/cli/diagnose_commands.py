@@ -26,6 +26,8 @@ def add_parsers(sub) -> None:
     p.add_argument("experiment", metavar="EXPERIMENT")
     p.add_argument("file", metavar="FILE", nargs="?", help="the spec (without it: the state in --state DIR or ./.specdsl)")
     p.add_argument("--json", action="store_true", help="the diagnosis as JSON (docs/diagnose.md)")
+    p.add_argument("--all", action="store_true", dest="show_all",
+                   help="also the differences hidden as noise (ports, seeds) or said by another line")
     add_common(p, target=False)
     p.set_defaults(handler=cmd_diagnose)
     p = sub.add_parser("diff", help="what differs between two experiments or recorded runs")
@@ -33,6 +35,8 @@ def add_parsers(sub) -> None:
     p.add_argument("b", metavar="B", help="an experiment or a run id (the candidate side)")
     p.add_argument("file", metavar="FILE", nargs="?", help="the spec (without it: the state in --state DIR or ./.specdsl)")
     p.add_argument("--json", action="store_true", help="the comparison as JSON (docs/diagnose.md)")
+    p.add_argument("--all", action="store_true", dest="show_all",
+                   help="also the differences hidden as noise (ports, seeds) or said by another line")
     add_common(p, target=False)
     p.set_defaults(handler=cmd_diff)
     from specdsl.cli import bisect_commands
@@ -78,7 +82,7 @@ def cmd_diagnose(args) -> int:
     except DiagnoseError as exc:
         error(str(exc))
         return EXIT_ERROR
-    _print(diagnosis, args.json)
+    _print(diagnosis, args.json, args.show_all)
     return 0
 
 
@@ -99,29 +103,34 @@ def cmd_diff(args) -> int:
     except DiagnoseError as exc:
         error(str(exc))
         return EXIT_ERROR
-    _print(diagnosis, args.json)
+    _print(diagnosis, args.json, args.show_all)
     return 0
 
 
-def _print(diagnosis, as_json: bool) -> None:
+def _print(diagnosis, as_json: bool, show_all: bool = False) -> None:
     if as_json:
         sys.stdout.write(json.dumps(diagnosis.to_json(), indent=1, sort_keys=True) + "\n")
     else:
-        sys.stdout.write(render(diagnosis))
+        sys.stdout.write(render(diagnosis, show_all))
 
 
-def render(diagnosis) -> str:
-    """The diagnosis as text: metrics side by side, then each difference, best-ranked first."""
+def render(diagnosis, show_all: bool = False) -> str:
+    """The diagnosis as text: metrics side by side (and what each figure
+    is), then each difference, best-ranked first; what is hidden (noise, or
+    said by another line) is counted, and listed with `show_all`."""
     d = diagnosis
     if d.runs[0] == d.runs[1]:
         lines = [f"{d.candidate} against {d.baseline}, the two arms of paired run {d.runs[1]}"]
     else:
         lines = [f"{d.candidate} (run {d.runs[1]}) against {d.baseline} (run {d.runs[0]})"]
-    shown = [m for m in d.metrics if m[0] in ("output_throughput", "median_ttft_ms", "median_tpot_ms", "median_itl_ms")]
+    shown = [m for m in d.metrics if m[0] in ("output_throughput", "median_ttft_ms", "median_tpot_ms", "median_itl_ms")] \
+        or list(d.metrics[:4])  # a command workload's own metrics
     if shown:
         lines.append(f"  {'metric':<24} {'baseline':>12} {'candidate':>12}")
         for name, b, c in shown:
             lines.append(f"  {name:<24} {_num(b):>12} {_num(c):>12}")
+        if d.metrics_are:
+            lines.append(f"  (each figure: {d.metrics_are})")
     if not d.differences:
         lines.append("No differences recorded between the two arms.")
     else:
@@ -129,6 +138,16 @@ def render(diagnosis) -> str:
         width = len(str(len(d.differences)))
         for diff in d.differences:
             lines.append(f"  {diff.rank + 1:>{width}}. {diff.line()}")
+    if d.hidden and show_all:
+        lines.append(f"Hidden ({len(d.hidden)}):")
+        for diff in d.hidden:
+            lines.append(f"  - {diff.line()}  [{diff.hidden}]")
+    elif d.hidden:
+        noise = [x.label for x in d.hidden if x.hidden.startswith("noise")]
+        said = len(d.hidden) - len(noise)
+        parts = ([f"{len(noise)} that differ between launches of one configuration ({', '.join(noise)})"] if noise else []) \
+            + ([f"{said} said by another line"] if said else [])
+        lines.append(f"Hidden: {'; '.join(parts)} (--all shows them)")
     for note in d.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines) + "\n"

@@ -73,6 +73,20 @@ def add_common(p, target: bool = True) -> None:
     if target:
         p.add_argument("--target", action="append", default=[], metavar="NAME", help="only this experiment (and what it needs)")
         p.add_argument("--rerun", action="store_true", help="run benchmarks again even when results are recorded")
+        p.add_argument("--more", type=_pairs_count, default=0, metavar="N",
+                       help="an undecided paired comparison may add up to N pairs beyond its max_runs (recorded pairs are kept)")
+
+
+def _pairs_count(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of pairs") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: a number of pairs is 0 or more")
+    return value
 
 
 def read_state(args):
@@ -117,6 +131,7 @@ def build_plan(args, loaded, state, *, no_refresh: bool):
         variables=loaded.variables,
         rerun=getattr(args, "rerun", False),
         targets=tuple(getattr(args, "target", [])),
+        more=getattr(args, "more", 0),
     )
     if not dataset_errors(graph, plan, Path(args.file).parent):
         return None, None

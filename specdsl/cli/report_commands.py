@@ -69,7 +69,8 @@ def cmd_report(args) -> int:
         print(f"{where}: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     about = f"state {where} (serial {state.serial}, lineage {state.lineage})"
-    text = render(view, about, state, state_dir, cfg)
+    source = _source(args, cfg, view.name) if cfg is not None else None
+    text = render(view, about, state, state_dir, cfg, source)
     out = Path(args.output)
     try:
         private.write_text(out, text)
@@ -83,6 +84,22 @@ def cmd_report(args) -> int:
         print(f"note: {len(failures)} failed step{'s' if len(failures) != 1 else ''} recorded; the page shows what failed and why",
               file=sys.stderr)
     return EXIT_OK
+
+
+def _source(args, cfg, name: str) -> dict:
+    """Where the run comes from: the spec file, its sha256, the benchmark
+    identity it plans now for `name` (the experiment, or a track's latest),
+    and the variables given, so the page can say what reproduces it."""
+    import hashlib
+
+    from specdsl.graph.build import build_graph
+
+    path = Path(args.file)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    graph = build_graph(cfg)
+    identities = {addr: step.identity for addr, step in graph.steps.items() if addr.startswith("benchmark.")}
+    return {"file": args.file, "sha256": digest, "identities": identities, "vars": list(args.vars),
+            "var_files": list(args.var_files), "hosts": {e.name: e.host.name for e in cfg.experiments}}
 
 
 def _kind(view) -> str:

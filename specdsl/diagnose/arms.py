@@ -19,11 +19,12 @@ from typing import Any
 
 import attrs
 
+from specdsl import stats
 from specdsl.apply.results import document_of, effective_of
 from specdsl.diagnose import gpus as gpu_facts
 from specdsl.servers import adapter_for
 from specdsl.servers.args import asked_config
-from specdsl.servers.logscan import scan_log
+from specdsl.servers.logscan import scan_log_sourced
 
 _MAX_LOG_BYTES = 64 * 1024 * 1024
 # workload fields that say how much is measured, not what: a comparison of
@@ -52,6 +53,11 @@ class Arm:
     metrics: dict = attrs.Factory(dict)
     notes: tuple = ()
     experiment: Any = None  # config.Experiment when the spec was given
+    launches: tuple = ()  # the launches of this arm (their numbers in the run, as apply's warnings name them)
+    warned: dict = attrs.Factory(dict)  # warning -> the launches whose log says it
+    volatile: frozenset = frozenset()  # effective keys that differ between this arm's own launches
+    sources: dict = attrs.Factory(dict)  # effective key -> the log message it was read from
+    measured: str = ""  # what its metric figures are (specdsl.stats vocabulary)
 
 
 def text(value: Any) -> str:
@@ -75,22 +81,26 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
     notes: list[str] = []
     doc = document_of(run, state_dir)
     paired = bool(doc and doc.get("pairs") and doc.get("arms"))
+    numbered: list = []
     if paired:
         letter = "A" if side == "baseline" else "B"
         effective = dict((doc.get("effective") or {}).get(letter) or {})
-        launches = [x for x in doc.get("launches", ()) if x.get("arm") == letter]
-        argv = tuple(launches[-1]["argv"]) if launches else ()
-        logs = [state_dir / x["log"] for x in launches if x.get("log")]
+        numbered = [(i, x) for i, x in enumerate(doc.get("launches", ())) if x.get("arm") == letter]
+        argv = tuple(numbered[-1][1]["argv"]) if numbered else ()
+        logs = [(i, state_dir / x["log"]) for i, x in numbered if x.get("log")]
         name = doc["arms"].get(letter, run.experiment)
-        metrics = _arm_metrics(doc, letter)
+        metrics, count = _arm_metrics(doc, letter)
+        measured = f"{stats.ARM_MEDIAN} (arm {letter}: {count} runs of paired benchmark run {run.id})"
         launch = None
     else:
         effective = effective_of(run)
         launch = _launch_of(state, run)
         argv = tuple(launch.argv) if launch is not None else tuple(run.argv)
-        logs = [state_dir / launch.folder / "server.log"] if launch is not None and launch.folder else []
+        logs = [(0, state_dir / launch.folder / "server.log")] if launch is not None and launch.folder else []
         name = run.experiment
         metrics = dict(run.metrics)
+        count = len((doc or {}).get("runs", ())) or run.runs
+        measured = f"{stats.RUN_MEDIAN} ({f'{count} runs of ' if count else ''}benchmark run {run.id}, measured alone)"
     if experiment is not None:
         engine = experiment.server.engine
     else:
@@ -111,31 +121,100 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
         declared = frozenset(asked_config(engine, tuple(args.items())))
     _, version = adapter.distribution(_Packages(packages))
     warnings: list[str] = []
+    warned: dict[str, list[int]] = {}
     log_facts: dict[str, Any] = {}
-    for path in logs:
+    sources: dict[str, str] = {}
+    per_launch: list[dict[str, Any]] = []
+    for number, path in logs:
         try:
             with open(path, "rb") as f:
                 log = f.read(_MAX_LOG_BYTES).decode("utf-8", "replace")
         except OSError:
             notes.append(f"{name}: server log {path.name} is gone; its warnings are not compared")
             continue
-        facts, found = scan_log(adapter, log, asked={k: True for k in declared}, version=version)
+        facts, found, said = scan_log_sourced(adapter, log, asked={k: True for k in declared}, version=version)
+        facts = flatten(facts)
+        per_launch.append(facts)
         log_facts.update(facts)
-        warnings += [w for w in found if w not in warnings]
+        sources.update(said)
+        for w in found:
+            if w not in warnings:
+                warnings.append(w)
+            warned.setdefault(w, []).append(number)
     # the log resolves what the report left unresolved ('auto', None), and
     # re-read with the release's patterns it may know more than the record
+    effective = flatten(effective)
     for key, value in log_facts.items():
         if key not in effective or effective[key] in ("auto", None, ""):
             effective[key] = value
+    sources = {k: v for k, v in sources.items() if text(log_facts.get(k)) == text(effective.get(k))}
+    # what differs between two launches of this one configuration is noise
+    # (ports, seeds): in their logs, and in the configurations they reported
+    volatile = _varying(per_launch) | _varying([flatten(x["effective"]) for _, x in numbered if x.get("effective")]
+                                               if paired else [])
     if not logs and argv:
         notes.append(f"{name}: no server log found; its warnings are not compared")
     gpus = gpu_facts.facts_of(state, run, launch, experiment.host.name if experiment is not None else None)
+    if environment is not None and environment.nvcc:
+        packages["cuda.nvcc"] = environment.nvcc
+    if experiment is not None:
+        stack, env = _stack_of(experiment), _env_of(experiment)
+    else:  # what the step records of state say the arm declared
+        stack, env = _recorded_stack(state, run, side if paired else "candidate", launch)
     return Arm(
         label=label or name, run_id=run.id, engine=engine, effective=effective, declared=declared, args=args,
-        stack=_stack_of(experiment), packages=packages, env=_env_of(experiment), host=_host_of(experiment), gpus=gpus,
+        stack=stack, packages=packages, env=env, host=_host_of(experiment), gpus=gpus,
         workload=_workload_of(experiment), warnings=tuple(warnings), metrics=metrics, notes=tuple(notes),
-        experiment=experiment,
+        experiment=experiment, measured=measured, launches=tuple(n for n, _ in logs),
+        warned={w: tuple(ns) for w, ns in warned.items()}, volatile=volatile, sources=sources,
     )
+
+
+def _varying(launches: list[dict]) -> frozenset:
+    """The keys whose values are not the same in every launch (of two or more)."""
+    if len(launches) < 2:
+        return frozenset()
+    return frozenset(k for k in set().union(*launches) if len({text(f.get(k)) for f in launches}) > 1)
+
+
+def flatten(mapping: dict, prefix: str = "") -> dict:
+    """A nested configuration as one level: `internal_states` (a dict, or
+    SGLang's list of one dict per data-parallel rank) becomes
+    `internal_states.avg_spec_accept_length` (`internal_states[1].x` past the
+    first rank), so two arms are compared field by field, never as one blob."""
+    out: dict = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(flatten(value, name + "."))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, v in enumerate(value):
+                out.update(flatten(v, f"{name}." if i == 0 else f"{name}[{i}]."))
+        else:
+            out[name] = value
+    return out
+
+
+def _recorded_stack(state, run, side: str, launch) -> tuple[dict[str, str], dict[str, str]]:
+    """(declared stack, environment variables) of an arm from the step
+    records of state: the paired benchmark's arm (or the launch step) names
+    its provision step, whose record holds the stack as planned."""
+    step = state.step(run.step) if launch is None else state.step(launch.step)
+    content = step.content_dict() if step is not None else {}
+    arm = (content.get("arms") or {}).get(side) if isinstance(content.get("arms"), dict) else content
+    if not isinstance(arm, dict):
+        return {}, {}
+    prov = next((s for s in state.steps if s.kind == "provision" and s.identity == arm.get("provision")), None)
+    stack = (prov.content_dict().get("stack") or {}) if prov is not None else {}
+    out = {"python": stack.get("python"), "cuda": stack.get("cuda"), "installer": stack.get("installer")}
+    for key in ("index", "find_links", "overrides", "exclude"):
+        if stack.get(key):
+            out[key] = text(list(stack[key]))
+    for req in stack.get("packages") or ():
+        out[f"packages.{_req_name(req)}"] = req
+    env = {k: text(v) for k, v in (stack.get("env") or {}).items()}
+    env.update({k: text(v) for k, v in ((arm.get("server") or {}).get("env") or {}).items()})
+    return {k: text(v) for k, v in out.items() if v is not None}, env
 
 
 class _Packages:
@@ -145,7 +224,8 @@ class _Packages:
         self.packages = packages
 
 
-def _arm_metrics(doc: dict, letter: str) -> dict[str, float]:
+def _arm_metrics(doc: dict, letter: str) -> tuple[dict[str, float], int]:
+    """The median of each metric over arm `letter`'s runs, and how many runs."""
     from statistics import median
 
     runs = {i for p in doc.get("pairs", ()) for b in p["blocks"] if b["arm"] == letter for i in b["runs"]}
@@ -155,7 +235,7 @@ def _arm_metrics(doc: dict, letter: str) -> dict[str, float]:
             for k, v in (r.get("metrics") or {}).items():
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     values.setdefault(k, []).append(float(v))
-    return {k: median(v) for k, v in sorted(values.items())}
+    return {k: median(v) for k, v in sorted(values.items())}, len(runs)
 
 
 def _launch_of(state, run):

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
+
 from specdsl.diagnose import gpus as gpu_facts
 from specdsl.diagnose.arms import Arm, arm_of_run, text
-from specdsl.diagnose.model import CATEGORIES, Diagnosis, Difference
+from specdsl.diagnose.model import CATEGORIES, Diagnosis, Difference, _show
 from specdsl.facts import engine_flags
 from specdsl.servers import adapter_for
 
@@ -22,17 +24,22 @@ from specdsl.servers import adapter_for
 T_IMPACT_DEFAULT = 0  # a high-impact effective setting the server chose itself
 T_LOG = 1  # a warning (risk or silent choice) on one side only; a flag left out whose value the server then chose
 T_IMPACT_DECLARED = 2  # a high-impact setting the spec changed
-T_IMPACT_STACK = 3  # the engine, its kernels, torch/CUDA/NCCL
-T_WORKLOAD = 4  # the arms measured different loads
-T_DEFAULT = 5  # another setting the server chose itself
-T_DECLARED = 6  # another server flag, environment variable or declared stack field
-T_REST = 7  # other packages, other effective keys, the host block, facts of the log
+T_ENGINE = 3  # the engine's own version (the story's SGLang 0.5.6 -> 0.5.9)
+T_ENV = 4  # an environment variable of the stack or server (CUDA_HOME picks the toolkit kernels build against)
+T_IMPACT_STACK = 5  # the engine's kernels, torch/CUDA/NCCL, Python
+T_WORKLOAD = 6  # the arms measured different loads
+T_DEFAULT = 7  # another setting the server chose itself
+T_DECLARED = 8  # another server flag or declared stack field
+T_REST = 9  # other packages, other effective keys, the host block, facts of the log
 # the GPU facts of the arms' preflights (diagnose.gpus): a different model or driver, a
 # slowdown, another job on the GPU rank with the log's risks; the hardware's class
 # (maximum SM clock, memory size) with the stack; the rest last
 _GPU_TIERS = {"risk": T_LOG, "class": T_IMPACT_STACK, "rest": T_REST}
 
-_CORE_PACKAGES = ("torch.cuda", "torch.nccl", "python")
+_CORE_PACKAGES = ("torch.cuda", "torch.nccl", "python", "cuda.nvcc")
+# a declared stack field -> the resolved version that says the same (the difference shown)
+_DECLARED_AS = {"cuda": "torch.cuda", "python": "python"}
+NOISE = "noise: differs between launches of one configuration"
 
 
 def compare(state, baseline_run, candidate_run, *, state_dir: Path, baseline=None, candidate=None,
@@ -47,8 +54,6 @@ def compare(state, baseline_run, candidate_run, *, state_dir: Path, baseline=Non
     cand = arm_of_run(state, state_dir, candidate_run, side=arms[1], experiment=candidate,
                       label=labels[1] if labels else None)
     if baseline_run.id == candidate_run.id:
-        import attrs
-
         base = attrs.evolve(base, workload=cand.workload)  # both arms of a pair ran the experiment's workload
     return compare_arms(base, cand)
 
@@ -62,6 +67,7 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
     out: list[Difference] = []
 
     declared_both = base.declared & cand.declared
+    volatile = frozenset(adapter.volatile) | base.volatile | cand.volatile
     for key in sorted(set(base.effective) | set(cand.effective)):
         b, c = _get(base.effective, key), _get(cand.effective, key)
         # what both declared is a server_args difference; the engine's version is the stack's
@@ -76,7 +82,9 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
             tier, why = T_IMPACT_DEFAULT, f"{impact[key]}; {_silent_why(chosen)}"
         else:
             tier, why = T_DEFAULT, _silent_why(chosen)
-        out.append(Difference("effective", key, b, c, silent_default=silent, why=why, tier=tier))
+        quote = next((a.sources.get(key, "") for a in reversed(chosen) if a.sources.get(key)), "")
+        out.append(Difference("effective", key, b, c, silent_default=silent, why=why, tier=tier, quote=quote,
+                              hidden=NOISE if key in volatile else ""))
 
     defaulted = {d.key for d in out if d.silent_default}
     for key in sorted(set(base.args) | set(cand.args)):
@@ -87,31 +95,43 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
         tier, why = (T_IMPACT_DECLARED, impact[d]) if d in impact else (T_DECLARED, "a server flag as given")
         if d in defaulted:  # the flag a side left out, and its server then chose the value itself
             tier, why = T_LOG, f"{why}; unset on one side, where the server chose the value itself"
-        out.append(Difference("server_args", key, b, c, why=why, tier=tier, bisectable=key != "model"))
+        out.append(Difference("server_args", key, b, c, why=why, tier=tier, bisectable=key != "model",
+                              hidden=NOISE if d in volatile else ""))
 
+    engine_dist, _ = adapter.distribution(_Packages({**base.packages, **cand.packages}))
+    resolved: dict[str, Difference] = {}
+    for key in sorted(set(base.packages) | set(cand.packages)):
+        b, c = base.packages.get(key), cand.packages.get(key)
+        if b == c:
+            continue
+        if key == engine_dist:
+            tier, why = T_ENGINE, packages_impact.get(key, "the serving engine itself")
+        elif key in packages_impact or key in _CORE_PACKAGES:
+            tier, why = T_IMPACT_STACK, packages_impact.get(key, _core_why(key))
+        else:
+            tier, why = T_REST, "resolved version differs"
+        resolved[key] = Difference("stack", f"resolved.{key}", b, c, why=why, tier=tier)
     for key in sorted(set(base.stack) | set(cand.stack)):
         b, c = base.stack.get(key), cand.stack.get(key)
         if b == c:
             continue
         name = key.removeprefix("packages.")
         why = packages_impact.get(name, "a declared stack setting")
-        out.append(Difference("stack", key, b, c, why=why, tier=T_DECLARED,
-                              bisectable=key.startswith("packages.") or key in ("python", "cuda")))
-    for key in sorted(set(base.packages) | set(cand.packages)):
-        b, c = base.packages.get(key), cand.packages.get(key)
-        if b == c:
-            continue
-        if key in packages_impact or key in _CORE_PACKAGES:
-            tier, why = T_IMPACT_STACK, packages_impact.get(key, _core_why(key))
-        else:
-            tier, why = T_REST, "resolved version differs"
-        out.append(Difference("stack", f"resolved.{key}", b, c, why=why, tier=tier))
+        bisectable = key.startswith("packages.") or key in ("python", "cuda")
+        said = resolved.get(name if key.startswith("packages.") else _DECLARED_AS.get(key, ""))
+        hidden = ""
+        if said is not None:  # the resolved version says it, with the declaration beside it
+            resolved[said.key.removeprefix("resolved.")] = attrs.evolve(
+                said, why=f"{said.why}; declared {_show(b)} -> {_show(c)}")  # bisect changes the declared one
+            hidden = f"said by {said.label}"
+        out.append(Difference("stack", key, b, c, why=why, tier=T_DECLARED, bisectable=bisectable, hidden=hidden))
+    out += resolved.values()
 
     for key in sorted(set(base.env) | set(cand.env)):
         b, c = base.env.get(key), cand.env.get(key)
         if b != c:
             out.append(Difference("env", key, b, c, why="an environment variable of the stack or server",
-                                  tier=T_DECLARED, bisectable=True))
+                                  tier=T_ENV, bisectable=True))
     for key in sorted(set(base.host) | set(cand.host)):
         b, c = base.host.get(key), cand.host.get(key)
         if b != c:
@@ -134,31 +154,64 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
             out.append(Difference("workload", key, b, c, why="the arms measured different loads",
                                   tier=T_WORKLOAD, bisectable=True))
 
+    # one line per distinct fact of the logs, with the launches it came from; a
+    # silent choice an effective difference already quotes is said there
+    quoted = {d.key for d in out if d.category == "effective" and d.silent_default and not d.hidden}
     seen_base, seen_cand = set(base.warnings), set(cand.warnings)
-    for w in cand.warnings:
-        if w not in seen_base:
-            out.append(Difference("log", w, None, "warned", why=f"only {cand.label}'s server log says so", tier=T_LOG))
-    for w in base.warnings:
-        if w not in seen_cand:
-            out.append(Difference("log", w, "warned", None, why=f"only {base.label}'s server log says so", tier=T_REST))
+    for arm, other, letter in ((cand, seen_base, "candidate"), (base, seen_cand, "baseline")):
+        for w in arm.warnings:
+            if w in other:
+                continue
+            values = ("warned", None) if letter == "baseline" else (None, "warned")
+            hidden = f"said by effective.{_CHOICE_KEY}" if _is_choice(w) and _CHOICE_KEY in quoted else ""
+            out.append(Difference("log", w, *values, why=f"only {arm.label}'s server log says so",
+                                  tier=T_LOG if letter == "candidate" else T_REST, seen=_seen(arm, w), hidden=hidden))
     if _get(base.effective, "log_patterns") != _get(cand.effective, "log_patterns"):
+        follows = any(d.tier == T_ENGINE for d in resolved.values())
         out.append(Difference("log", "log_patterns", _get(base.effective, "log_patterns"),
                               _get(cand.effective, "log_patterns"), why="the logs were read with the patterns of their releases",
-                              tier=T_REST))
+                              tier=T_REST, hidden="follows from the engine's version" if follows else ""))
 
     order = {c: i for i, c in enumerate(CATEGORIES)}
     ranked = sorted(out, key=lambda d: (d.tier, order[d.category], d.key))
-    ranked = [_with_rank(d, i) for i, d in enumerate(ranked)]
+    shown = [_with_rank(d, i) for i, d in enumerate(x for x in ranked if not x.hidden)]
+    hidden = [x for x in ranked if x.hidden]
     names = sorted(set(base.metrics) & set(cand.metrics))
     metrics = tuple((n, base.metrics.get(n), cand.metrics.get(n)) for n in names)
-    return Diagnosis(base.label, cand.label, ranked, notes=base.notes + cand.notes + tuple(notes), runs=(base.run_id, cand.run_id),
-                     metrics=metrics)
+    return Diagnosis(base.label, cand.label, shown, notes=base.notes + cand.notes + tuple(notes), runs=(base.run_id, cand.run_id),
+                     metrics=metrics, hidden=hidden, metrics_are=_metrics_are(base, cand))
 
 
 def _with_rank(d: Difference, rank: int) -> Difference:
-    import attrs
-
     return attrs.evolve(d, rank=rank)
+
+
+_CHOICE_KEY = "attention_backend"
+
+
+def _is_choice(warning: str) -> bool:
+    return warning.startswith("attention backend not specified:")  # logscan's words for the server's own choice
+
+
+def _seen(arm: Arm, warning: str) -> str:
+    """"4 of 4 launches: 1, 3, 5, 7" (the run's launch numbers, as apply's warnings name them)."""
+    launches = arm.warned.get(warning, ())
+    if not launches or not arm.launches:
+        return ""
+    word = "launch" if len(arm.launches) == 1 else "launches"
+    return f"{len(launches)} of {len(arm.launches)} {word}: {', '.join(str(n) for n in launches)}"
+
+
+def _metrics_are(base: Arm, cand: Arm) -> str:
+    """What each metric figure is, in the one vocabulary (specdsl.stats.FIGURES)."""
+    if base.measured == cand.measured:
+        return base.measured
+    return f"baseline: {base.measured}; candidate: {cand.measured}"
+
+
+class _Packages:
+    def __init__(self, packages: dict) -> None:
+        self.packages = packages
 
 
 def _get(mapping: dict, key: str) -> str | None:

@@ -25,7 +25,11 @@ class Difference:
     `silent_default` that a side's value was chosen by the server, not by
     the spec; `why` one line on why it may matter; `rank` its place, 0 the
     most likely cause (docs/diagnose.md); `tier` the rule that placed it;
-    `bisectable` that an experiment can change it alone (bisect's input)."""
+    `bisectable` that an experiment can change it alone (bisect's input);
+    `seen` for a log fact, the launches whose log says it ("4 of 4
+    launches: 1, 3, 5, 7"); `quote` the server log's own words behind a
+    value; `hidden` why it is left out of the list unless asked for
+    (`--all`): noise, or said by another line."""
 
     category: str = attrs.field(validator=attrs.validators.in_(CATEGORIES))
     key: str
@@ -36,6 +40,9 @@ class Difference:
     rank: int = 0
     tier: int = 0
     bisectable: bool = False
+    seen: str = ""
+    quote: str = ""
+    hidden: str = ""
 
     @property
     def label(self) -> str:
@@ -49,14 +56,16 @@ class Difference:
         """One line: key, change, the server-default mark and why."""
         if self.category == "log" and (self.baseline is None or self.candidate is None):
             where = "candidate only" if self.baseline is None else "baseline only"
+            where += f", {self.seen}" if self.seen else ""
             return f"log ({where}): {self.key}" + (f"  ({self.why})" if self.why else "")
         mark = "  [server default]" if self.silent_default else ""
-        return f"{self.label}: {self.change()}{mark}" + (f"  ({self.why})" if self.why else "")
+        quote = f'  log: "{self.quote}"' if self.quote else ""
+        return f"{self.label}: {self.change()}{mark}{quote}" + (f"  ({self.why})" if self.why else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"category": self.category, "key": self.key, "baseline": self.baseline, "candidate": self.candidate,
                 "silent_default": self.silent_default, "why": self.why, "rank": self.rank, "tier": self.tier,
-                "bisectable": self.bisectable}
+                "bisectable": self.bisectable, "seen": self.seen, "quote": self.quote, "hidden": self.hidden}
 
 
 def _show(value: str | None) -> str:
@@ -76,12 +85,19 @@ class Diagnosis:
     notes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     runs: tuple[str, str] = ("", "")  # (baseline run id, candidate run id)
     metrics: tuple[tuple[str, float | None, float | None], ...] = ()  # (name, baseline, candidate)
+    hidden: tuple[Difference, ...] = attrs.field(default=(), converter=tuple)  # noise, or said by another line
+    metrics_are: str = ""  # what each metric figure is (METRICS_ARE)
 
     def top(self, n: int = 3) -> tuple[Difference, ...]:
         return self.differences[:n]
 
     def bisectable(self) -> tuple[Difference, ...]:
-        return tuple(d for d in self.differences if d.bisectable)
+        """What an experiment can change alone: shown, or hidden as said by
+        another line (a declared `packages.sglang` behind its resolved
+        version), never noise. In a fixed order (category, then key), not
+        by rank: bisect's experiments do not move when the ranking does."""
+        found = [d for d in self.differences + self.hidden if d.bisectable and not d.hidden.startswith("noise")]
+        return tuple(sorted(found, key=lambda d: (CATEGORIES.index(d.category), d.key)))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +105,8 @@ class Diagnosis:
             "baseline": {"name": self.baseline, "run": self.runs[0]},
             "candidate": {"name": self.candidate, "run": self.runs[1]},
             "metrics": [{"name": n, "baseline": b, "candidate": c} for n, b, c in self.metrics],
+            "metrics_are": self.metrics_are,
             "differences": [d.to_json() for d in self.differences],
+            "hidden": [d.to_json() for d in self.hidden],
             "notes": list(self.notes),
         }

@@ -192,11 +192,15 @@ def server_content(server: config.Server) -> dict:
 # recorded results stay valid and more runs add to the ones recorded
 # (plan asks for the missing runs) instead of starting over.
 _NOT_MEASURED = ("runs", "timeout", "cooldown")
+PAIR_DESIGN = "launch-pairs"
 
 
-def _content_workload(workload: config.Workload) -> dict:
+def _content_workload(workload: config.Workload, paired: bool = False) -> dict:
     out = config.canonical(workload)
-    for key in ("__kind__", "name", *_NOT_MEASURED):
+    # `max_runs` (pairs a comparison may reach) and `block` (runs per launch
+    # of a pair) shape paired comparisons only: a benchmark on its own
+    # launch keeps its identity whatever they are
+    for key in ("__kind__", "name", *_NOT_MEASURED, *(() if paired else ("max_runs", "block"))):
         out.pop(key, None)
     return out
 
@@ -520,10 +524,15 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     servers and stacks and the workload, with the block size."""
     prov_b = work.graph.steps[_cells(work)[base.name]["provision"]]
     prov_c = work.graph.steps[_cells(work)[exp.name]["provision"]]
-    workload = _content_workload(exp.workload)
+    workload = _content_workload(exp.workload, paired=True)
+    # `max_runs` is a budget, not what is measured: raising it continues the
+    # recorded pairs (plan: "continue"). `design`: pairs of two fresh
+    # launches each (graph/pairs.py); pairs of the earlier design, which
+    # shared launches, are not continued.
+    workload.pop("max_runs", None)
     content = _with_dataset_digest(work, exp.workload, {
         "arms": {"baseline": _launch_content(prov_b, base.server), "candidate": _launch_content(prov_c, exp.server)},
-        "workload": workload})
+        "workload": workload, "design": PAIR_DESIGN})
     requests = {arm: _request_once(work, server, exp.workload) for arm, server in (("baseline", base.server), ("candidate", exp.server))}
     if requests["candidate"] is not None:
         content["request"] = {arm: request[0] for arm, request in requests.items()}

@@ -198,6 +198,10 @@ class Workload:
     # requests, after the `warmup` ones, until it has passed); None: none,
     # and left out of the identity so that older results stay valid
     warmup_time: float | None = attrs.field(default=None, metadata={"omit_none": True})
+    # seconds a run lasts (closed loop, requests cycling through the prompts
+    # of `requests`), instead of a count of requests; None: a count. Left
+    # out of the identity when unset.
+    duration: float | None = attrs.field(default=None, metadata={"omit_none": True})
     cooldown: float = 0.0
     timeout: float = 600.0
     seed: int = 0

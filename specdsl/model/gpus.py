@@ -105,5 +105,7 @@ def plan_note(host: config.Host, servers) -> str:
     if not host_devices(host):
         return ""
     needs = [server_need(s) for s in servers]
+    if len(needs) == 2 and all(n is not WHOLE and n > 0 for n in needs) and sum(needs) <= len(host_devices(host)):
+        return f"{need_text(sum(needs), host)}, side by side ({needs[0]} and {needs[1]})"
     need = WHOLE if any(n is WHOLE for n in needs) else max(needs)
     return need_text(need, host)

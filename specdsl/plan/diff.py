@@ -32,6 +32,7 @@ from specdsl import secrets
 from specdsl.graph.build import Graph
 from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
+from specdsl.plan.looks import first_pairs, max_runs
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
 from specdsl.state.promotions import PASS, Index, verdict_status
 
@@ -115,6 +116,7 @@ def make_plan(
     variables: dict[str, str] | None = None,
     rerun: bool = False,
     targets: tuple[str, ...] = (),
+    more: int = 0,
 ) -> Plan:
     order = graph.order()
     selected = _select(graph, targets)
@@ -142,6 +144,8 @@ def make_plan(
     # Decide bottom-up needs: benchmarks first (they decide what must run).
     bench_runs: set[str] = set()
     more_runs: dict[str, tuple[int, int]] = {}  # benchmark addr -> (runs recorded, runs wanted)
+    going_on: dict[str, tuple[int, int, list[str]]] = {}  # paired benchmark addr -> (pairs recorded, budget, undecided checks)
+    index: Index | None = None  # the state's verdict runs, indexed when a step needs them
     for addr in order:
         step = graph.steps[addr]
         if step.kind != "benchmark" or addr not in selected:
@@ -157,10 +161,19 @@ def make_plan(
         if recorded is not None and recorded < wanted:
             bench_runs.add(addr)
             more_runs[addr] = (recorded, wanted)
+        elif "paired" in step.payload and recorded is not None:
+            # an undecided comparison goes on where its budget allows: its
+            # recorded pairs are kept, only new pairs launch servers
+            if index is None:
+                index = Index(state)
+            undecided = _undecided_checks(graph, addr, index)
+            budget = max_runs(workload) + max(0, more)
+            if undecided and recorded < budget:
+                bench_runs.add(addr)
+                going_on[addr] = (recorded, budget, undecided)
 
     running_at_end: set[str] = set()
     candidacy: dict[str, tuple[str, str]] = {}  # promote addr -> (new | ready | stop, reason)
-    index: Index | None = None  # the state's verdict runs, indexed when a promote step needs them
     # Decide in need order (a launch needs to know its benchmarks, a
     # provision its launches); emit in topological order below.
     decide = sorted((a for a in order if a in selected), key=lambda a: (_DECIDE[graph.steps[a].kind], a))
@@ -178,12 +191,20 @@ def make_plan(
                     have, want = more_runs[addr]
                     n = want - have
                     reason = f"{n} more run{'s' if n != 1 else ''} needed ({have} recorded, {want} wanted)"
+                elif addr in going_on:
+                    have, budget, checks = going_on[addr]
+                    from specdsl.graph.pairs import launches
+
+                    reason = (f"continue: {', '.join(checks)} undecided at {have} pairs (recorded in run "
+                              f"{results[step.identity]}, kept); up to {budget - have} more pairs"
+                              + (f" (--more {more})" if more else "")
+                              + f", {launches(budget - have)} launches at most")
                 elif not reason:
                     reason = "no results recorded yet"
             else:
                 action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
             if action is Action.RUN and "paired" in step.payload:
-                reason += "; " + paired_cost(step)
+                reason += "" if addr in going_on else "; " + paired_cost(step)
                 gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
                 reason += f"; both arms on {gpus}" if gpus else ""
         elif kind == "launch":
@@ -275,7 +296,20 @@ def make_plan(
         drift=drift,
         rerun=rerun,
         targets=tuple(targets),
+        more=more,
     )
+
+
+def _undecided_checks(graph: Graph, addr: str, index: Index) -> list[str]:
+    """The checks of benchmark `addr` whose current verdict is inconclusive."""
+    from specdsl.state.promotions import INCONCLUSIVE, verdict_status
+
+    out = []
+    for dep in graph.succ[addr]:
+        check = graph.steps[dep]
+        if check.kind == "check" and verdict_status(index.verdict(dep, check.identity)) == INCONCLUSIVE:
+            out.append(dep)
+    return natural_sorted(out)
 
 
 def noise_note(step, state, spec: str) -> str:
@@ -313,22 +347,11 @@ def paired_cost(step) -> str:
     against = step.payload["paired"].name
     if "track_lock" in step.payload:
         against = f"track {step.payload['experiment'].baseline.name} rebuilt from {step.payload['track_lock']}"
-    text = (f"paired with {against} (ABBA): {pairs} pair{'s' if pairs != 1 else ''}, "
-            f"{launches(pairs)} launches, {2 * pairs * workload.block} runs")
+    text = (f"paired with {against} (two fresh launches a pair): {pairs} pair{'s' if pairs != 1 else ''} "
+            f"to the first look, {launches(pairs)} launches, {2 * pairs * workload.block} runs")
     if most > first_pairs(workload):
         text += f"; up to {most - pairs} more pairs while undecided"
     return text
-
-
-def first_pairs(workload) -> int:
-    """Pairs a paired comparison measures first: `runs`, at least 2 (an interval needs two)."""
-    return max(2, workload.runs)
-
-
-def max_runs(workload) -> int:
-    """The adaptive budget: pairs a paired comparison may reach (3 x runs by default)."""
-    most = workload.max_runs if workload.max_runs is not None else 3 * workload.runs
-    return max(first_pairs(workload), most)
 
 
 HELD = "held:"  # the reason of a promotion held because several candidates of its track passed

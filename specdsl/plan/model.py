@@ -73,6 +73,7 @@ class Plan:
     drift: tuple[str, ...] = ()
     rerun: bool = False
     targets: tuple[str, ...] = ()
+    more: int = 0  # `--more N`: pairs a paired benchmark may add beyond its `max_runs`
     format_version: int = PLAN_FORMAT
     # the plan file it was read from (`read_plan`); None for a plan made in
     # this process. Where it came from, not what it says: left out of equality.

@@ -30,6 +30,7 @@ def _body(plan: Plan) -> dict:
         "variables": dict(plan.variables),
         "serial": plan.serial,
         "rerun": plan.rerun,
+        "more": plan.more,
         "targets": list(plan.targets),
         "drift": list(plan.drift),
         "changes": [
@@ -145,4 +146,5 @@ def _from_body(doc: dict) -> Plan:
         drift=tuple(doc["drift"]),
         rerun=doc["rerun"],
         targets=tuple(doc["targets"]),
+        more=int(doc.get("more", 0)),
     )

@@ -63,6 +63,7 @@ def to_json(plan: Plan) -> dict:
         "variables": dict(plan.variables),
         "state": {"lineage": plan.lineage, "serial": plan.serial},
         "rerun": plan.rerun,
+        "more": plan.more,
         "targets": list(plan.targets),
         "drift": list(plan.drift),
         "has_changes": plan.has_changes,

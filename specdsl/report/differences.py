@@ -30,6 +30,11 @@ def _flat(value: Any, prefix: str = "") -> dict[str, str]:
         for k, v in value.items():
             out.update(_flat(v, f"{prefix}.{k}" if prefix else str(k)))
         return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        out = {}  # field by field (SGLang's `internal_states`: one object per rank), never one blob
+        for i, v in enumerate(value):
+            out.update(_flat(v, prefix if i == 0 else f"{prefix}[{i}]"))
+        return out
     if value is None:
         return {}
     return {prefix: value if isinstance(value, str) else json.dumps(value)}
@@ -82,9 +87,24 @@ def differences_of(ix, name: str, content: dict, doc: dict | None, run, base_run
             out.append(Difference("stack", "environment", a[0][:12] if env_a else "(not recorded)", b[0][:12] if env_b else "(not recorded)"))
         out += _diff("stack", _env_flat(env_a), _env_flat(env_b))
         out += _diff("server", _flat(a[1]), _flat(b[1]))
+    noise = _noise(b[1].get("engine", "") if b is not None else "", doc)
     if doc and doc.get("pairs"):
         eff = doc.get("effective", {})
         out += _diff("effective", _flat(eff.get("A", {})), _flat(eff.get("B", {})))
     elif base_run is not None and run is not None:
         out += _diff("effective", _flat(effective_of(base_run)), _flat(effective_of(run)))
-    return out
+    return [d for d in out if not (d.section == "effective" and d.key in noise)]
+
+
+def _noise(engine: str, doc: dict | None) -> frozenset[str]:
+    """Effective keys whose values differ between any two launches of one
+    configuration (as `specdsl diagnose` hides them): the engine's declared
+    ones (ports, seeds) and those that differ between one arm's launches."""
+    from specdsl.servers import adapter_for
+
+    keys = set(adapter_for(engine).volatile) if engine else set()
+    for letter in ("A", "B"):
+        seen = [_flat(x["effective"]) for x in (doc or {}).get("launches", ()) if x.get("arm") == letter and x.get("effective")]
+        if len(seen) > 1:
+            keys |= {k for k in set().union(*seen) if len({f.get(k) for f in seen}) > 1}
+    return frozenset(keys)

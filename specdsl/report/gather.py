@@ -27,6 +27,7 @@ from specdsl.diag import did_you_mean
 from specdsl.model.assert_shape import noise_key, shape_of
 from specdsl.report import verdicts as vlines
 from specdsl.report.differences import Difference, differences_of
+from specdsl.report.release import ReleaseFacts, release_facts
 from specdsl.state import RunRecord, State
 from specdsl.state.promotions import verdict_detail, verdict_status
 
@@ -40,6 +41,20 @@ class NotFound(Exception):
 
 
 @attrs.frozen
+class PairValue:
+    """One pair of a paired verdict: its number, the launch of each arm's
+    server, each arm's value and what the verdict took from them (the ratio
+    candidate / baseline, or the candidate's value)."""
+
+    pair: int
+    launch_a: int | None
+    launch_b: int | None
+    baseline: float | None
+    candidate: float
+    value: float
+
+
+@attrs.frozen
 class Verdict:
     check: str
     assertion: str  # the expression as written (canonical layout)
@@ -49,6 +64,7 @@ class Verdict:
     points: tuple[float, ...] = ()  # per pair ratios (ratio) or per block values (absolute)
     time: str = ""
     metric: str = ""  # the per-run metric that tracks the assertion's candidate term (`p99(itl)`: p99_itl_ms)
+    pairs: tuple[PairValue, ...] = ()  # a paired verdict's values, pair by pair
 
 
 @attrs.frozen
@@ -94,6 +110,7 @@ class ExperimentView:
     differences: tuple[Difference, ...]
     failures: tuple[Failure, ...]
     notes: tuple[str, ...] = ()
+    release: ReleaseFacts | None = None  # workload, stacks, host, version, identity, promotion
 
 
 class Index:
@@ -214,8 +231,9 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
             notes.append("the baseline was not measured alongside: its runs come first, drift between the arms is not controlled")
 
     differences = differences_of(ix, name, bench_content, doc, run, base_run)
+    release = release_facts(ix, name, run, doc, base_run)
     return ExperimentView(name, run, paired, baseline, base_run, metric, tuple(runs), tuple(arms),
-                          tuple(verdict_list), tuple(differences), tuple(failures_of(ix, name)), tuple(notes))
+                          tuple(verdict_list), tuple(differences), tuple(failures_of(ix, name)), tuple(notes), release)
 
 
 def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord | None, dict | None]:
@@ -251,16 +269,41 @@ def _verdict(ix: Index, addr: str, name: str, doc, run, base_run, base_doc) -> V
     status, detail = verdict_status(vrun) or "error", verdict_detail(vrun)
     numbers = vlines.parse_line(detail)
     points: tuple[float, ...] = ()
+    pairs: tuple[PairValue, ...] = ()
     if expr is not None and numbers is not None:
         try:
             points = _points(expr, doc, run, base_run, base_doc)
+            pairs = _pair_values(expr, doc, run)
         except (checks.Missing, TypeError, ValueError, ZeroDivisionError, KeyError):
             points = ()  # a value the verdict needed a variable for: the interval is still shown
     metric = ""
     if expr is not None:
         shape = shape_of(expr)
         metric = (noise_key(shape.candidate) or "") if shape.kind != "exact" else ""
-    return Verdict(check, text, status, detail, numbers, points, vrun.finished or vrun.started, metric)
+    return Verdict(check, text, status, detail, numbers, points, vrun.finished or vrun.started, metric, pairs)
+
+
+def _pair_values(expr, doc, run) -> tuple[PairValue, ...]:
+    """Pair by pair, as judge takes them: each arm's value and the ratio (or
+    the candidate's value), with the launch each block ran on."""
+    from specdsl.apply.judge import blocks_of
+
+    if not (doc and doc.get("pairs")):
+        return ()
+    shape = shape_of(expr)
+    if shape.kind not in ("ratio", "absolute"):
+        return ()
+    _a, _b, pairs = blocks_of(doc, effective_of(run))
+    out = []
+    for p, (a, b) in zip(doc["pairs"], pairs):
+        launch = {blk["arm"]: blk.get("launch") for blk in p["blocks"]}
+        cand = float(checks.evaluate(shape.candidate, b, None, {}, []))
+        if shape.kind == "ratio":
+            base = float(checks.evaluate(shape.baseline, None, a, {}, []))
+            out.append(PairValue(p["pair"], launch.get("A"), launch.get("B"), base, cand, cand / base))
+        else:
+            out.append(PairValue(p["pair"], launch.get("A"), launch.get("B"), None, cand, cand))
+    return tuple(out)
 
 
 def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import html
 import math
+import re
 
 from specdsl import secrets
-from specdsl.report import plots
+from specdsl.report import plots, release_page as release
 from specdsl.report.collections import SweepView, TrackView
 from specdsl.report.diagnosis import diagnosis_section
 from specdsl.report.gather import LATENCIES, ExperimentView
@@ -72,21 +73,23 @@ def _page(title: str, where: str, body: list[str]) -> str:
             f"<h1>{esc(title)}</h1><div class=\"meta\">{esc(where)}</div>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
-def render(view, where: str, state=None, state_dir=None, cfg=None) -> str:
+def render(view, where: str, state=None, state_dir=None, cfg=None, source: dict | None = None) -> str:
     """The page of a view from specdsl.report.gather.gather. With `state`
     and `state_dir`, an experiment's page has the diagnosis of its arms
-    (`cfg`, the resolved spec, says what each declared)."""
+    (`cfg`, the resolved spec, says what each declared). `source` says where
+    the run comes from (`file`, its `sha256`, the benchmark `identity` the
+    spec plans now, `vars`: what reproduces it), when the spec is given."""
     context = (state, state_dir, cfg) if state is not None and state_dir is not None else None
     if isinstance(view, TrackView):
-        return _page(f"Track {view.name}", where, track_body(view, context))
+        return _page(f"Track {view.name}", where, track_body(view, context, source))
     if isinstance(view, SweepView):
         return _page(f"Sweep {view.name}: {len(view.cells)} cells", where, sweep_body(view))
-    return _page(f"Experiment {view.name}", where, experiment_body(view, context))
+    return _page(f"Experiment {view.name}", where, experiment_body(view, context, source=source))
 
 
 # -- an experiment -------------------------------------------------------------
 
-def experiment_body(v: ExperimentView, context=None, level: str = "h2") -> list[str]:
+def experiment_body(v: ExperimentView, context=None, level: str = "h2", source: dict | None = None) -> list[str]:
     out = [f"<p>{summary_line(v)}</p>"]
     if v.failures:
         out.append(f"<{level}>What failed</{level}>")
@@ -101,10 +104,14 @@ def experiment_body(v: ExperimentView, context=None, level: str = "h2") -> list[
     if v.verdicts:
         out.append(verdict_table(v))
         out.append(img(plots.ratio_plot(v), "each gating verdict: estimate, interval, threshold", "intervals"))
+        out += release.decide_notes(v)
+        out += release.pair_tables(v)
     elif v.failures:
         out.append('<p class="note">No verdict: the checks of this experiment did not run, because of what failed above.</p>')
     else:
         out.append('<p class="note">No assertion of this experiment has been checked.</p>')
+    if v.release is not None:
+        out += release.promotion_section(v, level)
     if v.runs:
         out.append(f"<{level}>Runs, in the order they ran</{level}>")
         out.append(img(plots.runs_plot(v), f"{v.metric} per run of both arms", "runs"))
@@ -113,6 +120,8 @@ def experiment_body(v: ExperimentView, context=None, level: str = "h2") -> list[
         out.append(f"<{level}>Latency distributions</{level}>")
         out.append(img(plots.latency_plot(v), "TTFT, ITL and E2E latency of both arms", "latency"))
         out.append(latency_table(v))
+    if v.release is not None:  # after the plots: long tables, the plots stay near the top
+        out += release.measured_sections(v, level, source)
     if v.baseline:
         out.append(f"<{level}>Stack and server: what differs between the arms</{level}>")
         if v.differences:
@@ -120,6 +129,8 @@ def experiment_body(v: ExperimentView, context=None, level: str = "h2") -> list[
                              [[td(d.section), td(d.key), td(d.baseline), td(d.candidate)] for d in v.differences]))
         else:
             out.append('<p class="note">No difference recorded between the arms\' stacks, server configurations and effective configurations.</p>')
+        out.append('<p class="note">Values that differ between any two launches of one configuration (ports, seeds) are '
+                   'not differences and are left out: `specdsl diagnose --all` lists them.</p>')
     section = diagnosis_section(context[0], context[1], v, context[2]) if context is not None else ""
     if section:
         out.append(f"<{level}>Diagnosis</{level}>")
@@ -144,18 +155,46 @@ def verdict_table(v: ExperimentView) -> str:
         n = x.numbers
         interval = "-" if n is None else interval_text(n)
         rows.append([td(x.check), f"<td><code>{esc(x.assertion or '?')}</code></td>",
-                     td(num(n.estimate) if n else "-", True), td(interval, True),
+                     td(num(n.estimate) if n else "-", True), td(estimate_is(n) if n else "-"), td(interval, True),
+                     td(interval_is(x) if n else "-"),
                      td(f"{n.op} {num(n.threshold)}" if n else "-", True),
                      f'<td><span class="badge">{esc(x.status.upper())}</span></td>',
                      td(f"{n.n} {n.unit}" if n else "-", True), td(x.detail)])
         classes.append(x.status)
-    return table(["check", "assertion", "ratio / mean", "interval (one-sided)", "threshold", "verdict", "n", "as recorded"], rows, classes)
+    return table(["check", "assertion", "estimate", "the estimate is", "interval", "the interval is", "threshold", "verdict", "n",
+                  "as recorded"], rows, classes)
+
+
+def estimate_is(n) -> str:
+    """What a verdict's estimate is, in the one vocabulary (specdsl.stats)."""
+    from specdsl import stats
+
+    if n.kind == "ratio":
+        return f"{stats.PAIR_GEOMEAN} (candidate / baseline, {n.n} pairs)"
+    return f"{stats.RUN_MEAN} ({n.n} {n.unit})"
+
+
+_LEVEL = re.compile(r"one-sided, ([0-9.]+)%")
+
+
+def interval_is(x) -> str:
+    """What the interval shown is: a PASS or FAIL shows the one-sided bound
+    that decided it (the other end open); an INCONCLUSIVE both one-sided
+    bounds, together a two-sided interval of level 1 - 2 alpha."""
+    m = _LEVEL.search(x.detail)
+    if m is None:
+        return "as the verdict line says"
+    level = float(m.group(1))
+    if x.status == "inconclusive":
+        return (f"two-sided {num(2 * level - 100)}% confidence interval (its two ends are one-sided {num(level)}% bounds; "
+                "neither clears the threshold)")
+    return f"one-sided {num(level)}% confidence bound (the end that decided; the other end is open)"
 
 
 def runs_table(v: ExperimentView) -> str:
     rows = [[td(p.order + 1, True), td(plots.arm_label(v, p.arm)), td("-" if p.pair is None else p.pair, True),
              td("-" if p.launch is None else p.launch, True), td(num(p.value), True)] for p in v.runs]
-    return table(["#", "arm", "pair", "launch", esc(v.metric)], rows)
+    return table(["#", "arm", "pair", "launch", esc(f"{v.metric} ({plots.unit_of(v.metric)})")], rows)
 
 
 def _pct(values, q: float) -> float | None:
@@ -174,7 +213,7 @@ def latency_table(v: ExperimentView) -> str:
             if xs:
                 rows.append([td(plots.LATENCY_TITLES[d]), td(plots.arm_label(v, a.letter)), td(len(xs), True),
                              td(num(_pct(xs, 50)), True), td(num(_pct(xs, 90)), True), td(num(_pct(xs, 99)), True)])
-    return table(["distribution", "arm", "n", "p50", "p90", "p99"], rows)
+    return table(["distribution", "arm", "n", "p50 (ms)", "p90 (ms)", "p99 (ms)"], rows)
 
 
 # -- a sweep -------------------------------------------------------------------
@@ -223,7 +262,7 @@ def sweep_body(v: SweepView) -> list[str]:
 
 # -- a track -------------------------------------------------------------------
 
-def track_body(v: TrackView, context=None) -> list[str]:
+def track_body(v: TrackView, context=None, source: dict | None = None) -> list[str]:
     n = len(v.promotions)
     out = [f"<p>{n} promotion{'s' if n != 1 else ''}, oldest first; the headline metric is {esc(v.metric)}.</p>",
            "<h2>Promotions over time</h2>", img(plots.track_plot(v), f"{v.metric} of each promotion", "track")]
@@ -248,7 +287,7 @@ def track_body(v: TrackView, context=None) -> list[str]:
                        + table(["key", "value"], [[td(k), td(val)] for k, val in previous]) + "</details>")
     if v.latest is not None:
         out.append(f"<h2>The latest promotion: experiment {esc(v.latest.name)}</h2>")
-        out += experiment_body(v.latest, context, level="h3")
+        out += experiment_body(v.latest, context, level="h3", source=source)
     return out
 
 

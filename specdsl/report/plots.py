@@ -40,6 +40,27 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
+_UNITS = {"output_throughput": "tok/s", "total_token_throughput": "tok/s", "input_throughput": "tok/s",
+          "request_throughput": "req/s", "failed": "requests", "completed": "requests", "duration": "s",
+          "total_input_tokens": "tokens", "total_output_tokens": "tokens"}
+
+
+def unit_of(metric: str) -> str:
+    """The unit of a metric, for every axis and column that shows one; a
+    command workload's own metric is in whatever unit its command prints."""
+    if metric in _UNITS:
+        return _UNITS[metric]
+    if metric.endswith("_ms"):
+        return "ms"
+    if metric.endswith("_s"):
+        return "s"
+    return "the command's unit"
+
+
+def axis_label(metric: str) -> str:
+    return f"{metric} ({unit_of(metric)})"
+
+
 def arm_label(view, letter: str) -> str:
     who = next((a.experiment for a in view.arms if a.letter == letter), "")
     return f"{letter}: {who}" if who else letter
@@ -64,8 +85,8 @@ def runs_plot(view) -> bytes | None:
         if last is not None and p.launch != last:
             ax.axvline(p.order + 0.5, color="#bbbbbb", linestyle=":", linewidth=1)
         last = p.launch
-    ax.set_xlabel("run, in the order it ran (dotted: a server launch)")
-    ax.set_ylabel(view.metric)
+    ax.set_xlabel("run number, in the order it ran (dotted: a server launch)")
+    ax.set_ylabel(axis_label(view.metric))
     ax.set_xticks([p.order + 1 for p in view.runs] if len(view.runs) <= 40 else ax.get_xticks())
     ax.legend(loc="best", frameon=False)
     ax.set_title(f"{view.metric} per run", loc="left")
@@ -104,6 +125,8 @@ def ratio_plot(view) -> bytes | None:
         ax.set_yticks([])
         ax.spines["left"].set_visible(False)
         what = "ratio candidate / baseline" if n.kind == "ratio" else "mean"
+        unit = "candidate / baseline, a pure number (1 = equal)" if n.kind == "ratio" else unit_of(v.metric or view.metric)
+        ax.set_xlabel(f"{what} ({unit}); diamond: estimate, bar: interval, dashed: threshold", fontsize=8)
         ax.set_title(f"{v.check}: {what} {n.op} {n.threshold:g}  ->  {v.status.upper()}  (n={n.n} {n.unit}; dots: each {n.unit[:-1]})",
                      loc="left", fontsize=9)
     fig.tight_layout()
@@ -134,8 +157,9 @@ def latency_plot(view) -> bytes | None:
         if positive and max(positive) / min(positive) > 30:
             ax.set_xscale("log")
         ax.set_title(LATENCY_TITLES[d], loc="left")
+        ax.set_xlabel("ms")
         ax.set_ylim(0, 1.02)
-        ax.set_ylabel("fraction of requests" if d != "itl" else "fraction of gaps")
+        ax.set_ylabel("fraction of requests (0-1)" if d != "itl" else "fraction of gaps (0-1)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0, 1, 0.9))
     fig.legend(handles, labels, loc="upper right", ncol=len(labels), frameon=False, fontsize=8)
@@ -158,8 +182,8 @@ def sweep_plot(view) -> bytes | None:
         ax.scatter([len(good) + 1 + i for i in range(len(bad))], [good[0][0]] * len(bad), marker="x", color="#c44e52", s=14,
                    label=f"{len(bad)} without a result")
         ax.legend(loc="best", frameon=False)
-    ax.set_xlabel(f"cell, sorted by {view.metric} ({len(cells)} cells)")
-    ax.set_ylabel(view.metric)
+    ax.set_xlabel(f"cell number, sorted by {view.metric} ({len(cells)} cells)")
+    ax.set_ylabel(axis_label(view.metric))
     ax.set_title(f"{view.metric} of every cell (color: worst verdict)", loc="left")
     return _png(fig)
 
@@ -184,8 +208,8 @@ def axis_plots(view, most: int = 3, values: int = 40) -> list[tuple[str, bytes]]
         plt = _plt()
         fig, ax = plt.subplots(figsize=(9, 2.8))
         ax.boxplot([g or [math.nan] for g in groups], tick_labels=list(vals), showfliers=True)
-        ax.set_xlabel(key)
-        ax.set_ylabel(view.metric)
+        ax.set_xlabel(f"{key} (the matrix value)")
+        ax.set_ylabel(axis_label(view.metric))
         ax.set_title(f"{view.metric} by {key} (each box: the cells at that value)", loc="left")
         if len(vals) > 12:
             ax.tick_params(axis="x", labelrotation=60)
@@ -205,7 +229,7 @@ def track_plot(view) -> bytes | None:
     ax.plot(xs, [p.value for p in rows], "o", color="#4c72b0")
     labels = [f"{p.time[:16].replace('T', ' ')}\n{p.experiment}" for p in rows]
     ax.set_xticks(xs, labels if len(rows) <= 12 else [str(x) for x in xs], fontsize=7)
-    ax.set_ylabel(view.metric)
-    ax.set_xlabel("promotion, oldest first")
+    ax.set_ylabel(axis_label(view.metric))
+    ax.set_xlabel("promotion number, oldest first")
     ax.set_title(f"{view.metric} of each promoted run of track {view.name}", loc="left")
     return _png(fig)

@@ -87,7 +87,10 @@ class Adapter:
     For diagnosis (specdsl.diagnose, docs/diagnose.md): `impact` maps the
     effective keys known to move this engine's performance to why, in one
     line; `impact_packages` the same for distributions (kernels, the engine
-    itself). A difference in one of them ranks above the others."""
+    itself). A difference in one of them ranks above the others. `volatile`
+    names the effective keys whose value changes between any two launches
+    of one configuration (ports, seeds): a diagnosis hides them as noise,
+    with those it learns from the launches of one arm."""
 
     name = "command"
     distributions: tuple[str, ...] = ()
@@ -102,6 +105,7 @@ class Adapter:
     gauges: Mapping[str, str] = {}
     impact: Mapping[str, str] = {}
     impact_packages: Mapping[str, str] = {}
+    volatile: frozenset[str] = frozenset({"port"})
 
     def server_side(self) -> ServerSide:
         """What the load generator may ask this engine's server beside its API."""

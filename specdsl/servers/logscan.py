@@ -27,12 +27,33 @@ def scan_log(adapter, log: str, asked: dict[str, Any] | None = None,
     """(facts under normalized keys, warnings) from a server log, read with
     the patterns of the engine's release `version` (None: the newest).
     Later lines win for a key. `adapter` is an `Adapter` (or an engine name)."""
+    facts, warnings, _ = scan_log_sourced(adapter, log, asked, version)
+    return facts, warnings
+
+
+# what a logger puts before the message: "[2026-02-27 15:18:25 TP0] WARNING model_config.py:955: "
+# (SGLang's), "INFO 02-27 15:18:25 [api_server.py:1] " (vLLM's)
+_PREFIX = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
+                     r"(?:[\w./-]+:\d+:|\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\])\s*)?")
+
+
+def message_of(line: str) -> str:
+    """A log line without its timestamp, rank, level and file:line: the
+    same fact reads the same in every launch's log."""
+    return _PREFIX.sub("", line, count=1).strip()
+
+
+def scan_log_sourced(adapter, log: str, asked: dict[str, Any] | None = None,
+                     version: str | None = None) -> tuple[dict[str, Any], list[str], dict[str, str]]:
+    """As `scan_log`, and for each fact the message of the line it was read
+    from (`message_of`), so a diagnosis can quote the server's own words."""
     if isinstance(adapter, str):
         from specdsl.servers import adapter_for
 
         adapter = adapter_for(adapter)
     asked = asked or {}
     facts: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     warnings: list[str] = []
     lines = log.splitlines()
     used = pattern_set(adapter.name, version)
@@ -48,15 +69,19 @@ def scan_log(adapter, log: str, asked: dict[str, Any] | None = None,
                 for key, group in zip(adapter.keyed[text], m.groups()):
                     if key and group is not None:
                         facts[key] = literal(group)
+                        sources[key] = message_of(line)
             elif text in adapter.kv_lists:
                 if len(m.groups()) > 1:
                     facts["version"] = m.group(1)
-                facts.update({k: v for k, v in parse_kv_list(m.groups()[-1]).items() if k not in facts})
+                for k, v in parse_kv_list(m.groups()[-1]).items():
+                    if k not in facts:
+                        facts[k] = v
+                        sources[k] = message_of(line)
             if text in adapter.default_backend and "attention_backend" not in asked:
                 _once(warnings, f"attention backend not specified: {m.group(1)} chosen by default")
             if pattern.meaning.startswith("RISK"):
-                _once(warnings, f"{pattern.meaning} (log: {line.strip()[-200:]})")
-    return facts, warnings
+                _once(warnings, f"{pattern.meaning} (log: {message_of(line)[-200:]})")
+    return facts, warnings, sources
 
 
 def _once(warnings: list[str], message: str) -> None:

@@ -91,6 +91,8 @@ class Sglang(Adapter):
         "disable_custom_all_reduce": "falls back to NCCL all-reduce",
         "page_size": "KV page size can force another attention kernel",
     }
+    # chosen afresh at each launch (specdsl picks the port; SGLang draws the rest)
+    volatile = frozenset({"port", "nccl_port", "random_seed", "dist_init_addr"})
     impact_packages = {
         "sglang": "the serving engine itself",
         "sgl-kernel": "SGLang's own kernels (attention, MoE, quantization)",

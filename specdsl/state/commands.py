@@ -21,7 +21,7 @@ from typing import Any
 
 import tomli_w
 
-from specdsl import secrets
+from specdsl import secrets, stats
 from specdsl.diag import did_you_mean
 from specdsl.names import natural_sorted
 from specdsl.state.codec import encode_record
@@ -125,6 +125,10 @@ def state_show(state: State | None, addr: str, *, state_dir: Path | None = None,
     lines = [f"# {addr}"]
     if kind == "run" and dict(state.results).get(record.identity) == record.id:
         lines.append(f"# the current result of step {record.step} ({record.identity})")
+    if kind == "run" and record.metrics and record.step.startswith("benchmark."):
+        # one vocabulary for figures (specdsl.stats): say what these are
+        lines.append(f"# metrics: each the {stats.RUN_MEDIAN} (of a paired benchmark: the candidate arm's runs; "
+                     f"`specdsl diagnose` shows each arm's)")
     doc: dict[str, Any] = encode_record(record)
     if state_dir is not None:
         for field in _PATH_FIELDS.get(kind, ()):

@@ -230,6 +230,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "block": Field(integer(1)),
         "warmup": Field(integer(0)),
         "warmup_time": Field(duration(positive=False)),
+        "duration": Field(duration(), doc="a run's length in time, requests cycling (instead of a count: runs of one comparison equally long)"),
         "cooldown": Field(duration(positive=False)),
         "timeout": Field(duration()),
         "seed": Field(integer()),
@@ -346,6 +347,17 @@ def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) 
                 "`max_runs` is below `runs`",
                 spans.get("max_runs") if isinstance(spans, dict) else span,
                 f"max_runs is the most runs per arm adaptive pairs may reach: give at least runs = {values.get('runs', 1)}",
+            )
+        )
+        return None
+    if values.get("duration") is not None and (values.get("rate") is not None or (values.get("client_processes") or 1) > 1
+                                              or values.get("command")):
+        diags.append(
+            Diagnostic.error(
+                "`duration` runs a closed loop in one client process",
+                spans.get("duration") if isinstance(spans, dict) else span,
+                "a run by time keeps `concurrency` streams busy until it has passed; leave out `rate`, "
+                "`client_processes` and `command`, or give `requests` instead of `duration`",
             )
         )
         return None

@@ -71,3 +71,51 @@ def mde_factor(n: int, alpha: float, power: float) -> float:
     if not math.isfinite(nc):
         return math.inf
     return nc / math.sqrt(n)
+
+
+def t_sf_int(x: float, df: int) -> float:
+    """P(T > x) for Student's t with a whole number of degrees of freedom,
+    in closed form (Abramowitz and Stegun 26.7.3-4: finite sums in the
+    angle atan(x / sqrt(df))), without scipy: what the look schedule asks
+    when `plan` lays out its looks."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom {df}: at least 1")
+    if math.isinf(x):
+        return 0.0 if x > 0 else 1.0
+    theta = math.atan(abs(x) / math.sqrt(df))
+    c2, s = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2 == 1:
+        term, total = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            total += term
+        inside = (2.0 / math.pi) * (theta + (s * math.cos(theta) * total if df > 1 else 0.0))
+    else:
+        term, total = 1.0, 1.0
+        for k in range(1, df // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            total += term
+        inside = s * total
+    upper = max(0.0, (1.0 - inside) / 2.0)
+    return upper if x >= 0 else 1.0 - upper
+
+
+def t_isf_int(p: float, df: int) -> float:
+    """The x with P(T > x) = p (0 < p < 1/2), by bisection on `t_sf_int`
+    (to a relative 1e-9): no scipy."""
+    if not 0.0 < p < 0.5:
+        raise ValueError(f"upper tail {p}: between 0 and 1/2")
+    lo, hi = 0.0, 1.0
+    while t_sf_int(hi, df) > p:
+        hi *= 2.0
+        if hi > 1e300:
+            return math.inf
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if t_sf_int(mid, df) > p:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-9 * hi:
+            break
+    return hi

@@ -79,10 +79,10 @@ class Decision:
 def _mde_text(d: Decision) -> str:
     if d.mde is None:
         return "-"
-    if d.method.startswith("paired"):
+    if "paired t on log ratios" in d.method:
         if math.isinf(d.mde):
             return "nothing"
-        return f"{(d.mde - 1.0) * 100:.2g}% beyond the threshold"
+        return f"{percent((d.mde - 1.0) * 100)}% beyond the threshold"
     return f"{fmt(d.mde)} beyond the threshold"
 
 
@@ -95,6 +95,13 @@ def fmt(x: float) -> str:
     if 1e4 <= abs(x) < 1e15:
         return f"{x:.0f}"
     return f"{x:.4g}"
+
+
+def percent(x: float) -> str:
+    """A percentage as people write it: 2 significant digits, never an exponent (220, 2.1, 0.35)."""
+    if abs(x) >= 10:
+        return f"{x:.0f}"
+    return f"{x:.2g}"
 
 
 def level_text(level: float) -> str:
@@ -195,7 +202,8 @@ def _exp(x: float) -> float:
 
 
 def ratio_method(alpha: float) -> str:
-    return f"paired t on log ratios, one-sided, {level_text(1.0 - alpha)}"
+    # the estimate's name in the one vocabulary of figures (specdsl.stats.PAIR_GEOMEAN)
+    return f"ratio: {stats.PAIR_GEOMEAN}; paired t on log ratios, one-sided, {level_text(1.0 - alpha)}"
 
 
 def ratio_decision(pairs: Sequence[tuple[float, float]], op: str, k: float, *, alpha: float = 0.05) -> Decision:

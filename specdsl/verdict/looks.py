@@ -235,6 +235,19 @@ class LookSchedule:
     max: int = 12
     spending: str = "obf"
     alpha: float = 0.05
+    # Evidence that grows (docs/verdicts.md, "Going on after max"): the
+    # spending runs over `horizon` pairs (None: `max`), fixed when the first
+    # pairs are measured, and keeps `reserve` of alpha for pairs beyond it,
+    # spent by pair n > horizon as reserve * alpha * (1 - horizon / n), a
+    # look at every pair. Raising `max` later extends the looks, never moves
+    # one already taken, so every false-pass bound holds over all applies.
+    horizon: int | None = None
+    reserve: float = 0.0
+    # A look whose boundary would need a t statistic beyond `skip_t` (the
+    # mean that many standard errors past the threshold) cannot decide
+    # anything real and is not taken: its share of alpha passes to the next
+    # look. 0: every look is taken.
+    skip_t: float = 0.0
 
     def __attrs_post_init__(self) -> None:
         if self.first < 2:
@@ -247,9 +260,30 @@ class LookSchedule:
             raise ValueError(f"spending {self.spending!r}: one of {', '.join(SPENDINGS)}")
         if not 0.0 < self.alpha < 0.5:
             raise ValueError(f"alpha {self.alpha}: between 0 and 0.5")
+        if self.horizon is not None and self.horizon < self.first:
+            raise ValueError(f"horizon {self.horizon} is below the first look ({self.first})")
+        if not 0.0 <= self.reserve < 1.0:
+            raise ValueError(f"reserve {self.reserve}: from 0 up to (not including) 1")
+
+    @property
+    def _plain(self) -> bool:
+        """No horizon of its own, no reserve, every look taken: the schedule as
+        it was before evidence could grow (its levels are unchanged)."""
+        return self.horizon in (None, self.max) and self.reserve == 0.0 and self.skip_t <= 0.0
+
+    def cumulative(self, n: int, alpha: float | None = None) -> float:
+        """The false-pass budget spent in all by a look at n pairs."""
+        a = self.alpha if alpha is None else alpha
+        h = self.horizon or self.max
+        n = min(n, self.max)
+        if n <= h:
+            return (1.0 - self.reserve) * spent(self.spending, a, n / h)
+        return (1.0 - self.reserve) * a + self.reserve * a * (1.0 - h / n)
 
     def looks(self) -> list[int]:
-        return list(_looks(self.first, self.step, self.max))
+        if self._plain:
+            return list(_looks(self.first, self.step, self.max))
+        return list(_taken_looks(self))
 
     def index_of(self, n: int) -> int | None:
         """The look index of n pairs, None when n is not a planned look."""
@@ -269,11 +303,16 @@ class LookSchedule:
         return tuple(before + [n])
 
     def _levels(self, looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
-        fractions = [min(look / self.max, 1.0) for look in looks]
-        if self.spending == "bonferroni":
-            k = len(self.looks())
-            return tuple(alpha / k for _ in looks)
-        cum = [spent(self.spending, alpha, t) for t in fractions]
+        if self._plain:
+            fractions = [min(look / self.max, 1.0) for look in looks]
+            if self.spending == "bonferroni":
+                k = len(self.looks())
+                return tuple(alpha / k for _ in looks)
+            cum = [spent(self.spending, alpha, t) for t in fractions]
+        else:
+            cum = [self.cumulative(look, alpha) for look in looks]
+            if self.spending == "bonferroni":  # each look at its own increment: the union bound
+                return tuple(max(b - a, 0.0) for a, b in zip([0.0] + cum[:-1], cum))
         margin = safety(alpha)
         increments = tuple(max(b - a, 0.0) * margin for a, b in zip([0.0] + cum[:-1], cum))
         return t_sequential_levels(tuple(looks), increments)
@@ -288,9 +327,12 @@ class LookSchedule:
     def spent_at(self, look_index: int, alpha: float | None = None) -> float:
         """The part of the false-pass budget look `look_index` spends."""
         a = self.alpha if alpha is None else alpha
-        if self.spending == "bonferroni":
-            return a / len(self.looks())
         looks = self.looks()
+        if not self._plain:
+            before = self.cumulative(looks[look_index - 1], a) if look_index > 0 else 0.0
+            return self.cumulative(looks[look_index], a) - before
+        if self.spending == "bonferroni":
+            return a / len(looks)
         t = looks[look_index] / self.max
         t0 = looks[look_index - 1] / self.max if look_index > 0 else 0.0
         return spent(self.spending, a, t) - spent(self.spending, a, t0)
@@ -316,6 +358,29 @@ def _looks(first: int, step: int, most: int) -> tuple[int, ...]:
     if out[-1] != most:
         out.append(most)
     return tuple(out)
+
+
+@functools.lru_cache(maxsize=256)
+def _taken_looks(schedule: LookSchedule) -> tuple[int, ...]:
+    """The looks of a schedule with a horizon, a reserve or skipping: the
+    grid first, first + step, ..., horizon (always a look), then every pair
+    up to max; less the looks that cannot decide (`skip_t`: the level its
+    increment allows, as if it were the first look, needs a t beyond it;
+    the last look is always taken). Pure Python: `plan` lays out looks
+    without scipy."""
+    h = min(schedule.horizon or schedule.max, schedule.max)
+    grid = list(_looks(schedule.first, schedule.step, h)) + list(range(h + 1, schedule.max + 1))
+    if schedule.skip_t <= 0:
+        return tuple(grid)
+    taken: list[int] = []
+    before = 0.0
+    for n in grid:
+        inc = schedule.cumulative(n) - before
+        if n != grid[-1] and (inc <= 0.0 or _dist.t_isf_int(inc, n - 1) > schedule.skip_t):
+            continue  # its share of alpha passes to the next look
+        taken.append(n)
+        before += inc
+    return tuple(taken)
 
 
 @functools.lru_cache(maxsize=1024)

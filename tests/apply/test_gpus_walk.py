@@ -140,7 +140,7 @@ def test_a_failed_server_frees_its_gpu(tmp_path, env_root, gpus_file):
     assert dict(run.effective)["CUDA_VISIBLE_DEVICES"] == "0"
 
 
-def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus_file):
+def test_a_paired_comparisons_arms_run_side_by_side_on_disjoint_gpus(tmp_path, env_root, gpus_file):
     track = gpus_file(gpus=2)
     life = tmp_path / "life.txt"
     text = (COMMON + 'host "g" { gpus = 2 }\n' + workload(sleep=0.3, runs=1)
@@ -150,27 +150,28 @@ def test_a_paired_comparison_alternates_on_its_own_gpus(tmp_path, env_root, gpus
             + experiment("cand", "c", extra="  baseline = experiment.base\n"))
     plan, result, state = apply_spec(tmp_path, text, env_root)
     assert result.exit_code() == 0, failures(result)
-    assert "both arms on 1 of 2 GPUs" in plan.change("benchmark.cand").reason
+    assert "both arms on 2 of 2 GPUs, side by side (1 and 1)" in plan.change("benchmark.cand").reason
     spans = placements(track)
     assert_never_shared(spans)  # base's own server, the pair's arms and the other cell's
     (run,) = [r for r in state.runs if r.step == "benchmark.cand"]
-    pair_gpu = dict(run.effective)["CUDA_VISIBLE_DEVICES"]
-    assert pair_gpu in ("0", "1")
+    assert dict(run.effective)["CUDA_VISIBLE_DEVICES"] == "0,1"  # the pair's session held both
     doc = json.loads((tmp_path / ".specdsl" / run.folder / "result.json").read_text())
-    assert [x["arm"] for x in doc["launches"]] == ["A", "B", "A"]  # two pairs at least: A | B B | A
-    assert {x["CUDA_VISIBLE_DEVICES"] for x in doc["launches"]} == {pair_gpu}  # every arm on the pair's GPU
-    # the arms' servers (named by the port in their argv) ran on it
-    ports = {x["argv"][2] for x in doc["launches"]}
-    arm_lives = [g for name, g, _, _ in spans if name.split("@")[1] in ports]
-    assert arm_lives == [(int(pair_gpu),)] * 3
-    # the pair's GPU before its first arm (idle) and at its last run's end,
-    # beside the last arm's own server, which is not another job: the end is
-    # read before that server's teardown (on the H200 the driver still listed
-    # a torn-down server's process, which read as another job)
+    assert doc["side_by_side"] is True
+    # two pairs at least, each on two fresh launches (AB, then BA), each arm on its own GPU
+    assert [(x["pair"], x["arm"]) for x in doc["launches"]][:4] == [(0, "A"), (0, "B"), (1, "B"), (1, "A")]
+    assert {(x["arm"], x["CUDA_VISIBLE_DEVICES"]) for x in doc["launches"]} == {("A", "0"), ("B", "1")}
+    # the arms' servers (named by the port in their argv) ran on those GPUs
+    by_port = {x["argv"][2]: int(x["CUDA_VISIBLE_DEVICES"]) for x in doc["launches"]}
+    arm_lives = [(g, by_port[name.split("@")[1]]) for name, g, _, _ in spans if name.split("@")[1] in by_port]
+    assert len(arm_lives) == len(doc["launches"]) and all(g == (want,) for g, want in arm_lives), arm_lives
+    # the pair's GPUs before its first arm (idle) and at its last run's end,
+    # beside both arms' own servers, which are not another job: the end is
+    # read before their teardown (on the H200 the driver still listed a
+    # torn-down server's process, which read as another job)
     start, end = (json.loads(dict(run.effective)[k]) for k in ("gpus_start", "gpus_end"))
-    assert [g["index"] for g in start] == [g["index"] for g in end] == [int(pair_gpu)]
-    assert start[0]["processes"] == [] and len(end[0]["processes"]) == 1
-    assert start[0]["others"] == end[0]["others"] == 0
+    assert [g["index"] for g in start] == [g["index"] for g in end] == [0, 1]
+    assert all(g["processes"] == [] for g in start) and all(len(g["processes"]) == 1 for g in end)
+    assert all(g["others"] == 0 for g in start + end)
     assert not [w for w in result.warnings if "GPU" in w], result.warnings
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from specdsl.apply.steps.paired import block_progress
 from specdsl.bench import run_benchmark
-from specdsl.graph.pairs import schedule
+from specdsl.graph.pairs import run_order
 from specdsl.model.config import Workload
 
 INSTANT = Path(__file__).parents[1] / "bench" / "instant_server.py"
@@ -43,16 +43,16 @@ def test_every_run_of_every_pair_and_arm_is_announced_once_by_its_place(instant_
     pairs = 2
     said: list[str] = []
     before = 0
-    for i, letter in schedule(pairs):  # ABBA, as paired.run_paired measures them
-        w = Workload(name="w", input_len=4, output_len=2, requests=2, concurrency=2, timeout=10.0, runs=block,
+    order = [(i, x, j) for i in range(pairs) for x, j in run_order(i, block, side_by_side=True)]
+    for i, letter, j in order:  # as paired.run_paired measures them: one load-generator call a run
+        w = Workload(name="w", input_len=4, output_len=2, requests=2, concurrency=2, timeout=10.0, runs=1,
                      warmup=1 if before == 0 else 0)
         say = block_progress(said.append, i, letter, before, 2 * block * pairs)
-        run_benchmark(w, instant_url, "instant", tmp_path / f"pair-{i}-{letter}", progress=say, first_run=before)
-        before += block
+        run_benchmark(w, instant_url, "instant", tmp_path / f"pair-{i}-{letter}-{j}", progress=say, first_run=before)
+        before += 1
     total = 2 * block * pairs
-    places = [f"run {n}/{total}, pair {i + 1} arm {x}"
-              for n, (i, x) in enumerate(((i, x) for i, x in schedule(pairs) for _ in range(block)), 1)]
+    places = [f"run {n}/{total}, pair {i + 1} arm {x}" for n, (i, x, _) in enumerate(order, 1)]
     assert [m.split(":")[0] for m in said if m.endswith(": 2 requests")] == places, said
     assert [m.split(":")[0] for m in said if " completed, " in m] == places, said
     assert len(set(said)) == len(said), said  # no two announcements read alike
-    assert said[0].startswith("pair 1 arm A: warmup: 1 requests"), said  # any other message: named by pair and arm
+    assert said[0].startswith("pair 1 arm A: warmup: 2 requests at concurrency 2"), said  # one full wave at least  # any other message: named by pair and arm

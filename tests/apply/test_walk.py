@@ -17,6 +17,7 @@ from specdsl.apply.refresh import refresh
 from specdsl.graph.build import build_graph
 from specdsl.hosts import HostRegistry
 from specdsl.plan.diff import make_plan
+from specdsl.plan.model import Refresh
 from specdsl.resolve.resolver import resolve_file
 from specdsl.state import load_state, locked
 
@@ -135,22 +136,30 @@ experiment "cand" {
     hooks = Recording()
     plan, result, state = apply_spec(tmp_path, text, env_root, hooks=hooks)
     assert result.exit_code() == 0, failures(result)
-    # two host blocks, one machine: its servers never overlapped (base's own
-    # benchmark, then the pairs A | B B | A)
+    # two host blocks, one machine: base's own benchmark alone, then the
+    # pairs, each on two fresh launches side by side (a CPU host fits both):
+    # the two arms of a pair overlap, nothing else does
+    # (3 pairs: the look at 2 pairs, at the level the O'Brien-Fleming-type
+    # spending allows it, could not decide anything and is not taken)
     spans = lives(life)
-    assert len(spans) == 4 and all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
-    assert result.launches == 4
-    assert [name.split("@")[0] for name in _names(life)] == ["50", "50", "100", "50"]
+    assert len(spans) == 7, spans
+    groups = [spans[:1], spans[1:3], spans[3:5], spans[5:7]]
+    assert all(a[1] <= b[0] for g, h in zip(groups, groups[1:]) for a in g for b in h), spans
+    assert all(max(x[0] for x in g) < min(x[1] for x in g) for g in groups[1:]), spans  # both arms up at once
+    assert result.launches == 7
+    for k in (1, 3, 5):
+        assert sorted(name.split("@")[0] for name in _names(life)[k:k + 2]) == ["100", "50"]
     # a check ran as soon as its results were recorded, while its server still served another benchmark
     assert hooks.events.index(("finish", "benchmark.base")) < hooks.events.index(("start", "benchmark.later"))
     assert hooks.events.index(("finish", "check.base.some")) < hooks.events.index(("finish", "benchmark.later"))
     # every run of every pair and arm is announced once, by its place in the step (a block of
     # one run is not `run 1/1` each time), in the order it ran
     runs = [m for a, m in hooks.said if a == "benchmark.cand" and m.startswith("run")]
-    assert runs == ["run 1/4, pair 1 arm A: the command", "run 2/4, pair 1 arm B: the command",
-                    "run 3/4, pair 2 arm B: the command", "run 4/4, pair 2 arm A: the command"], runs
+    assert runs == ["run 1/6, pair 1 arm A: the command", "run 2/6, pair 1 arm B: the command",
+                    "run 3/6, pair 2 arm B: the command", "run 4/6, pair 2 arm A: the command",
+                    "run 5/6, pair 3 arm B: the command", "run 6/6, pair 3 arm A: the command"], runs
     verdicts = {v.name: v for _, v in result.verdicts}
-    assert verdicts["faster"].status == "pass" and verdicts["faster"].evidence["n"] == 2
+    assert verdicts["faster"].status == "pass" and verdicts["faster"].evidence["n"] == 3
     # every planned step has one outcome: the summary counts what the plan listed
     assert sorted(o.addr for o in result.outcomes) == sorted(c.addr for c in plan.changes)
     # promoted, with the argv of the candidate's server in the lock (read from state)
@@ -392,7 +401,7 @@ def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_p
     (run,) = [r for r in state.runs if r.step == "calibrate.cand"]
     sd = dict(run.metrics)["noise.tps"]
     assert 0.0 < sd < 0.2 and run.runs == 4
-    assert len(lives(life)) == 6  # 4 pairs ABBA BAAB = A | BB | A | B | AA | B, and no separate run of the twin
+    assert len(lives(life)) == 8  # 4 pairs of two fresh launches each, and no separate run of the twin
     after = cli("plan", "--no-refresh", "walk.spec")
     assert "detectable effect" in after.stdout and f"noise {sd:.3g}" in after.stdout, after.stdout
 
@@ -412,6 +421,55 @@ def test_an_undecided_budget_is_inconclusive_and_says_what_a_decision_needs(tmp_
     assert "a decision would need" in verdict.detail and "pairs" in verdict.detail
     # the pairs so far are recorded
     assert state.result(state.runs_of("benchmark.cand")[-1].identity).runs == 3
+
+
+def test_an_undecided_comparison_continues_when_max_runs_is_raised_or_more_is_asked(tmp_path, env_root):
+    """Evidence grows: raising `max_runs` after an undecided apply keeps every
+    recorded pair (same identity) and launches servers for the new pairs
+    only; `--more N` goes on past `max_runs` the same way. The looks keep
+    the first apply's horizon (docs/verdicts.md: the reserve)."""
+    import json
+
+    life = tmp_path / "life.txt"
+    base = server("b", 100, life, "--noise", "0.05", "--seed", "7")
+    cand = server("c", 101, life, "--noise", "0.05", "--seed", "8")
+    text = _pair_spec(base, cand, "1.01", runs=3).replace("  runs = 3\n", "  runs = 3\n  max_runs = 3\n")
+    plan, first, state = apply_spec(tmp_path, text, env_root)
+    assert first.exit_code() == 4, failures(first)
+    run1 = state.result(state.runs_of("benchmark.cand")[-1].identity)
+    doc1 = json.loads((tmp_path / ".specdsl" / run1.folder / "result.json").read_text())
+    assert doc1["looks"]["horizon"] == 3 and len(doc1["pairs"]) == 3 and len(doc1["launches"]) == 6
+    # nothing changed, the budget is spent: nothing to run
+    again = make_plan_again(tmp_path, text, env_root)
+    assert again.change("benchmark.cand").action.word == "reuse"
+    # raise the budget: the same benchmark goes on
+    raised = text.replace("  max_runs = 3\n", "  max_runs = 5\n")
+    plan = make_plan_again(tmp_path, raised, env_root)
+    change = plan.change("benchmark.cand")
+    assert change.action.word == "run" and change.identity == run1.identity, change.reason
+    assert "continue: check.cand.faster undecided at 3 pairs" in change.reason and "kept); up to 2 more pairs, 4 launches at most" in change.reason
+    before = len(lives(life))
+    _, second, state = apply_spec(tmp_path, raised, env_root)
+    run2 = state.result(run1.identity)
+    doc2 = json.loads((tmp_path / ".specdsl" / run2.folder / "result.json").read_text())
+    new_pairs = len(doc2["pairs"]) - 3
+    assert 1 <= new_pairs <= 2 and doc2["continued"] == 3, doc2["pairs"]
+    assert second.launches == 2 * new_pairs and len(lives(life)) - before == 2 * new_pairs  # only the new pairs launched
+    # every recorded pair is kept as it was: its runs, their values and their launches
+    runs1 = {r["index"]: r["metrics"] for r in doc1["runs"]}
+    runs2 = {r["index"]: r["metrics"] for r in doc2["runs"]}
+    assert doc2["pairs"][:3] == doc1["pairs"] and all(runs2[i] == runs1[i] for i in runs1)
+    assert doc2["launches"][:6] == doc1["launches"] and doc2["looks"] == doc1["looks"]
+    verdict = next(v for _, v in second.verdicts if v.name == "faster")
+    assert verdict.evidence["n"] == 3 + new_pairs, verdict.detail
+    if verdict.status == "inconclusive":  # (5% noise against a 1% margin: the likely end)
+        # --more 1: one pair past max_runs, kept the same way
+        spec = tmp_path / "walk.spec"
+        resolved = resolve_file(spec)
+        graph = build_graph(resolved.config, spec_dir=tmp_path)
+        st = load_state(tmp_path / ".specdsl")
+        more = make_plan(graph, st, Refresh.from_state(st), spec=str(spec), spec_digest="d", more=1)
+        assert "up to 1 more pairs (--more 1), 2 launches at most" in more.change("benchmark.cand").reason, more.change("benchmark.cand").reason
 
 
 TRACK_PAIRED = '''
@@ -453,12 +511,13 @@ def test_a_track_baseline_is_rebuilt_from_its_lock_and_measured_beside_the_candi
     before = len(lives(life))
     plan, second, state = apply_spec(tmp_path, text, env_root)
     reason = plan.change("benchmark.up").reason
-    assert "paired with track t rebuilt from stacks/t.lock.toml (ABBA): 2 pairs, 3 launches, 4 runs" in reason, reason
+    assert "paired with track t rebuilt from stacks/t.lock.toml (two fresh launches a pair): 3 pairs to the first look, 6 launches, 6 runs" in reason, reason
     assert plan.change("launch.seed").action.word == "reuse"  # seed's own results are recorded: its server is not started
     [faster] = [v for _, v in second.verdicts if v.name == "faster"]
-    assert faster.status == "pass" and faster.evidence["n"] == 2 and "paired t on log ratios" in faster.detail, faster.detail
-    assert second.launches == 3  # A | B B | A: the track's arm twice, up once
-    assert [n.split("@")[0] for n in _names(life)[before:]] == ["50", "100", "50"]
+    assert faster.status == "pass" and faster.evidence["n"] == 3 and "paired t on log ratios" in faster.detail, faster.detail
+    assert second.launches == 6  # 3 pairs, each a fresh launch of the track's arm and of up
+    names = [n.split("@")[0] for n in _names(life)[before:]]
+    assert [sorted(names[k:k + 2]) for k in (0, 2, 4)] == [["100", "50"]] * 3, names
     run = state.result(state.runs_of("benchmark.up")[-1].identity)
     doc = json.loads((tmp_path / ".specdsl" / run.folder / "result.json").read_text())
     assert doc["arms"] == {"A": "track.t", "B": "up"}

@@ -52,8 +52,9 @@ def test_unreachable_server_is_a_bench_error(tmp_path):
 
 
 def test_warmup_failing_stops_before_the_runs(instant_server, tmp_path):
-    with pytest.raises(BenchError, match=r"warmup: all 2 requests .* failed: http 503"):
-        run_benchmark(wl(warmup=2), instant_server, "status:503", tmp_path)
+    # (warmup 2 below the concurrency 3: raised to one full wave of 3)
+    with pytest.raises(BenchError, match=r"warmup: all 3 requests .* failed: http 503"):
+        run_benchmark(wl(warmup=2, concurrency=3), instant_server, "status:503", tmp_path)
     assert not (tmp_path / "run-0.requests.jsonl").exists()
 
 

@@ -68,3 +68,34 @@ def test_requests_that_end_short_of_an_exact_length_are_a_warning(timed_server, 
     free = run_benchmark(wl(requests=3, output_len=6, ignore_eos=False), timed_server, "timed:5:1:4", tmp_path / "c",
                          quirks=vllm)
     assert not [w for w in free.runs[0].warnings if w.startswith("short outputs")]
+
+
+def test_a_warmup_count_below_the_concurrency_is_raised_to_one_full_wave(timed_server, tmp_path):
+    """One request left a server cold (docs/verdicts.md): the warm-up sends
+    at least `concurrency` requests at once; `warmup = 0` sends none."""
+    before = served(timed_server)
+    run_benchmark(wl(warmup=1, concurrency=3, requests=3), timed_server, "m", tmp_path / "a")
+    assert served(timed_server) - before == 3 + 3  # a wave of 3, then the run's 3
+    before = served(timed_server)
+    run_benchmark(wl(warmup=0, concurrency=3, requests=3), timed_server, "m", tmp_path / "b")
+    assert served(timed_server) - before == 3
+
+
+def test_a_run_by_duration_cycles_its_prompts_until_the_time_has_passed(timed_server, tmp_path):
+    from specdsl.bench.timings import read_records
+
+    seconds, conc = 0.4, 2
+    before = served(timed_server)
+    result = run_benchmark(wl(duration=seconds, requests=3, concurrency=conc), timed_server, "m", tmp_path)
+    run = result.runs[0]
+    sent = served(timed_server) - before
+    header, records = read_records(run.records_file)
+    # more requests than `requests` (the prompts cycle), every one completed and counted
+    assert run.metrics["completed"] == len(records) == sent > 3, (sent, len(records))
+    assert sorted(r.i for r in records) == list(range(len(records)))  # each request its own record
+    # none started after the time had passed; the run ended with what was in flight then
+    assert max(r.start_s for r in records) < seconds
+    assert seconds <= header["duration_s"] < seconds + 1.0
+    # at most what `conc` streams can send back to back in that time
+    assert sent <= conc * (math.ceil(seconds / REQUEST_S) + 1), sent
+    assert result.settings["duration"] == seconds

@@ -6,15 +6,19 @@ read from its release wheel, without level name or file:line; the story's lines
 verbatim for 0.5.9), chooses its attention backend as the story's servers
 did when none is given (0.5.6: flashinfer; 0.5.9 on Blackwell: triton),
 serves `/health`, one completion, `/server_info` (unresolved values, as
-SGLang reports them) and `/speed` (100 tok/s with flashinfer, 85 with
-triton, seeded noise of 1%).
+SGLang reports them, and `internal_states` as 0.5.9 nests them: a list of
+one object per data-parallel rank) and `/speed` (100 tok/s with
+flashinfer, 85 with triton, seeded noise of 1%). As SGLang does, each
+launch logs with the clock's time and draws its own NCCL port and random
+seed: what differs between two launches of one configuration.
 """
 
 import json
+import os
 import random
 import signal
 import sys
-import os
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from sglang import VERSION
@@ -25,27 +29,34 @@ ASKED = argv[argv.index("--attention-backend") + 1] if "--attention-backend" in 
 OLD = VERSION.startswith("0.5.6")
 BACKEND = ASKED or ("flashinfer" if OLD else "triton")
 RNG = random.Random(7 if OLD else 9)  # seeded: the same noise on every machine
+DRAWN = random.SystemRandom()  # a launch's own: differs between any two launches, as SGLang's
+NCCL_PORT, SEED = DRAWN.randrange(20000, 60000), DRAWN.randrange(1, 2**30)
+ARGS = (f"model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto', port={PORT}, "
+        f"nccl_port={NCCL_PORT}, random_seed={SEED}")
 
 
 def log(line: str) -> None:
-    print(f"[2026-02-27 15:18:25] {line}", flush=True)
+    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] {line}", flush=True)
 
 
 if OLD:  # 0.5.6 logs no level name and no file:line (its configure_logger)
-    log(f"server_args=ServerArgs(model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto')")
+    log(f"server_args=ServerArgs({ARGS})")
     if ASKED is None:
         log("Attention backend not explicitly specified. Use flashinfer backend by default.")
     log("Init torch distributed ends. mem usage=0.00 GB")
     log("Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=70.10 GB, mem usage=1.52 GB.")
 else:
-    log(f"INFO server_args.py:1: server_args=ServerArgs(model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto')")
+    log(f"INFO server_args.py:1: server_args=ServerArgs({ARGS})")
     log("WARNING model_config.py:955: DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0. This might cause accuracy degradation on Blackwell.")
     if ASKED is None:
         log("INFO server_args.py:1835: Attention backend not specified. Use triton backend by default.")
     log("Init torch distributed ends. elapsed=0.41 s, mem usage=0.00 GB")
     log("Load weight end. elapsed=1.20 s, type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=70.10 GB, mem usage=1.52 GB.")
 log("Using KV cache dtype: torch.bfloat16")
-INFO = {"attention_backend": ASKED, "kv_cache_dtype": "auto", "version": VERSION, "tp_size": 1}
+INFO = {"attention_backend": ASKED, "kv_cache_dtype": "auto", "version": VERSION, "tp_size": 1, "port": PORT,
+        "nccl_port": NCCL_PORT, "random_seed": SEED,
+        "internal_states": [{"avg_spec_accept_length": 2.71, "memory_usage": {"weight": 1.52, "kvcache": 60.2},
+                             "last_gen_throughput": round(DRAWN.uniform(80, 100), 2)}]}
 
 
 class Handler(BaseHTTPRequestHandler):

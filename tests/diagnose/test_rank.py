@@ -21,9 +21,9 @@ def test_a_silent_default_of_an_impact_setting_ranks_first_then_its_flag():
     assert [(x.category, x.key) for x in d.differences] == [
         ("effective", "continuous_batching"),  # tier 0: the server's own choice, an impact setting
         ("server_args", "continuous-batching"),  # tier 1: the flag behind it
-        ("server_args", "enable-cors"),  # tier 6: declared
-        ("env", "DEMO_NOTE"),
-        ("stack", "resolved.rich"),  # tier 7: another package
+        ("env", "DEMO_NOTE"),  # tier 4: the environment
+        ("server_args", "enable-cors"),  # tier 8: declared
+        ("stack", "resolved.rich"),  # tier 9: another package
     ]
     first = d.differences[0]
     assert first.silent_default and (first.baseline, first.candidate) == ("true", "false")
@@ -41,3 +41,25 @@ def test_declared_impact_changes_rank_above_other_declared_ones():
 def test_identical_arms_have_no_differences():
     arm = _arm("a", {"x": "1"}, {"continuous_batching": True}, {"x"}, env={"A": "1"}, warnings=("RISK: w",))
     assert compare_arms(arm, arm).differences == ()
+
+
+def test_noise_is_hidden_nested_values_compare_field_by_field_and_log_facts_count_their_launches():
+    from specdsl.diagnose.arms import flatten
+
+    assert flatten({"internal_states": [{"a": 1, "m": {"w": 2}}, {"a": 3}], "x": [1, 2], "e": {}}) == {
+        "internal_states.a": 1, "internal_states.m.w": 2, "internal_states[1].a": 3, "x": [1, 2], "e": {}}
+    risk = "RISK: w (log: said)"
+    base = Arm(label="a", run_id="r", engine="sglang", effective={"port": 1, "random_seed": 7, "chunked_prefill_size": 8192,
+                                                                    "gauge": 1.0}, launches=(0, 2, 4))
+    cand = Arm(label="b", run_id="r", engine="sglang", effective={"port": 2, "random_seed": 9, "chunked_prefill_size": 4096,
+                                                                    "gauge": 2.0},
+               volatile=frozenset({"gauge"}), warnings=(risk,), warned={risk: (1, 5)}, launches=(1, 3, 5))
+    d = compare_arms(base, cand)
+    assert [x.line() for x in d.differences] == [
+        "effective.chunked_prefill_size: 8192 -> 4096  [server default]  (prefill chunking trades TTFT for decode "
+        "smoothness; chosen by the server: the spec of a and b does not set it)",
+        "log (candidate only, 2 of 3 launches: 1, 5): RISK: w (log: said)  (only b's server log says so)"]
+    # ports and seeds as SGLang's adapter declares them, a gauge as one arm's launches showed it
+    assert {(x.key, x.hidden) for x in d.hidden} == {
+        (k, "noise: differs between launches of one configuration") for k in ("port", "random_seed", "gauge")}
+    assert not [x for x in d.bisectable() if x.key in ("port", "random_seed", "gauge")]

@@ -61,20 +61,30 @@ def test_story_diagnosis_ranks_the_attention_backend_default_first(tmp_path, cap
     assert first["silent_default"] is True and first["rank"] == 0
     logs = [d["key"] for d in doc["differences"] if d["category"] == "log"]
     assert any("DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0" in k for k in logs)
-    assert "attention backend not specified: triton chosen by default" in logs
+    # the server's own words for its choice are quoted on that line; its warning is not said twice
+    assert first["quote"] == "Attention backend not specified. Use triton backend by default."
+    assert "attention backend not specified: triton chosen by default" not in logs
+    hidden = {d["key"]: d["hidden"] for d in doc["hidden"]}
+    assert hidden["attention backend not specified: triton chosen by default"] == "said by effective.attention_backend"
     keys = {(d["category"], d["key"]) for d in doc["differences"]}
     assert {("stack", "resolved.torch.nccl"), ("stack", "resolved.sglang"), ("stack", "resolved.torch")} <= keys
     assert ("effective", "kv_cache_dtype") not in keys  # resolved the same on both sides (the log's value)
     assert ("stack", "resolved.numpy") not in keys  # the same version: not a difference
     assert [d["rank"] for d in doc["differences"]] == list(range(len(doc["differences"])))
     assert {m["name"]: (m["baseline"], m["candidate"]) for m in doc["metrics"]}["output_throughput"] == (89.3, 83.7)  # medians of each arm's runs
+    assert doc["metrics_are"] == ("baseline: median of the arm's runs (arm A: 2 runs of paired benchmark run 20260227T152000Z-upgrade1); "
+                                  "candidate: median of the arm's runs (arm B: 2 runs of paired benchmark run 20260227T152000Z-upgrade1)")
 
     assert main(["diagnose", name, "--state", str(tmp_path / "state")]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert lines[0] == "upgrade against baseline, the two arms of paired run 20260227T152000Z-upgrade1"
+    assert lines[1:4] == ["  metric                       baseline    candidate",
+                          "  output_throughput                89.3         83.7",
+                          "  (each figure: " + doc["metrics_are"] + ")"]
     first_line = next(l for l in lines if l.strip().startswith("1."))
-    assert "effective.attention_backend: flashinfer -> triton  [server default]" in first_line
+    assert first_line.startswith('  1. effective.attention_backend: flashinfer -> triton  [server default]  '
+                                 'log: "Attention backend not specified. Use triton backend by default."')
 
 
 def test_diff_of_the_two_arms_by_name(tmp_path, capsys):

@@ -23,7 +23,7 @@ def test_empty_state_plans_everything(spec_cfg):
     assert [a for a in acts if a.startswith("provision.")] == ["provision.s"]
     assert acts["launch.tiny"] is Action.CREATE and "launch.tiny/cand" not in acts  # the pairs start their own servers
     assert acts["benchmark.base"] is Action.RUN and acts["benchmark.cand"] is Action.RUN
-    assert "paired with base (ABBA)" in plan.change("benchmark.cand").reason
+    assert "paired with base (two fresh launches a pair)" in plan.change("benchmark.cand").reason
     assert acts["check.cand.faster"] is Action.CHECK
     assert acts["promote.cand"] is Action.PROMOTE
     assert acts["teardown.tiny"] is Action.DESTROY

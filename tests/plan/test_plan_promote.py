@@ -70,10 +70,10 @@ def test_a_recorded_failure_is_nothing_to_do_until_something_changes(spec_cfg, t
     more = SPEC.replace("  requests    = 16\n", "  requests    = 16\n  runs = 3\n")
     base = next(r for r in state.runs if r.step == "benchmark.base")
     fewer = state.with_run(attrs.evolve(base, runs=1))
-    fewer = fewer.with_run(attrs.evolve(next(r for r in state.runs if r.step == "benchmark.cand"), runs=3))
+    fewer = fewer.with_run(attrs.evolve(next(r for r in state.runs if r.step == "benchmark.cand"), runs=4))  # its first look
     _, plan = plan_for(resolve_text(tmp_path, more, "y.spec"), fewer)
     assert plan.change("benchmark.base").action is Action.RUN
-    assert plan.change("benchmark.cand").action is Action.REUSE
+    assert plan.change("benchmark.cand").action is Action.REUSE, plan.change("benchmark.cand").reason
     assert plan.change("promote.cand").action is Action.PROMOTE
     # an inconclusive verdict is a stop too
     state, vid = verdict(state, graph, "check.cand.faster", "inconclusive", 2)

@@ -57,7 +57,7 @@ def test_fewer_recorded_runs_than_wanted_asks_for_the_rest(tmp_path):
     _, plan = plan_for(cfg, state)
     base, cand = plan.change("benchmark.base"), plan.change("benchmark.cand")
     assert base.action is Action.RUN and base.reason == "2 more runs needed (3 recorded, 5 wanted)"
-    assert cand.action is Action.RUN and cand.reason.startswith("1 more run needed (4 recorded, 5 wanted); paired with base (ABBA): 5 pairs")
+    assert cand.action is Action.RUN and cand.reason.startswith("1 more run needed (4 recorded, 5 wanted); paired with base (two fresh launches a pair): 5 pairs to the first look")
     assert base.fields == () and cand.fields == ()  # the same identity: nothing changed but the count
     assert plan.change("launch.tiny").action is Action.CREATE  # the runs need their server
     assert plan.change("promote.cand").action is Action.PROMOTE

@@ -249,6 +249,42 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     # the diagnosis (specdsl.diagnose) ranks what differs: here the server's environment
     diagnosis = page[page.index("<h2>Diagnosis</h2>"):]
     assert re.search(r"<td>env</td><td><code>REPORT_ARM</code></td><td>\(absent\)</td><td>fast</td>", diagnosis), diagnosis[:2000]
+    # what a release needs beside the verdicts (issue 25): each figure says what it is, each
+    # pair's ratio with its launches, the interval labelled as what it is, the workload, both
+    # arms in full, host, version, identity, the command again, the promotion and why
+    plain = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", re.sub(r'src="data:[^"]*"', "", page))).split())
+    faster = re.search(r'<tr class="pass"><td>faster</td>.*?</tr>', page).group(0)
+    assert "geometric mean of the pair ratios (candidate / baseline, " in faster
+    level = re.search(r"one-sided, ([\d.]+)%", faster).group(1)  # Holm's level, or a look's boundary (adaptive pairs)
+    assert f"one-sided {level}% confidence bound (the end that decided; the other end is open)" in faster
+    assert "interval (one-sided)" not in page
+    pairs = page[page.index('<h3 class="pairs" data-check="faster">'):]
+    rows = re.findall(r'<tr><td class="num">(\d+)</td><td class="num">launch (\d+)</td><td class="num">launch (\d+)</td>'
+                      r'<td class="num">([\d.]+)</td><td class="num">([\d.]+)</td><td class="num">([\d.]+)</td></tr>', pairs)
+    launches = [(str(p["pair"]), *(str(b["launch"]) for b in sorted(p["blocks"], key=lambda b: b["arm"]))) for p in doc["pairs"]]
+    assert [r[:3] for r in rows[:len(launches)]] == launches
+    for _, _, _, base, cand, ratio in rows[:len(launches)]:
+        assert abs(float(cand) / float(base) / float(ratio) - 1) < 2e-3  # candidate / baseline, as shown
+    import hashlib
+    import math
+
+    (faster_run,) = [r for r in state.runs if r.step == "check.cand.faster"][-1:]
+    estimate = float(re.match(r"pass: ratio (\S+)", faster_run.reason).group(1))
+    ratios = [float(r[5]) for r in rows[:len(launches)]]
+    assert abs(math.exp(sum(map(math.log, ratios)) / len(ratios)) / estimate - 1) < 2e-3
+    promotion = next(p for p in state.promotions if p.run == bench.id)
+    for fact in ("output_throughput (tok/s)", "p99 (ms)", "input_len 16", "output_len 8", "concurrency 4",
+                 "server block as declared", "env.REPORT_ARM (absent) fast", "python system system",
+                 "host block a", "machine this machine (no ssh)", "GPUs, driver none recorded", "specdsl that measured 0.1.0",
+                 f"benchmark identity (digest of both arms' stacks, servers and the workload) {bench.identity}",
+                 "spec sha256 " + hashlib.sha256((applied / "walk.spec").read_bytes()).hexdigest(),
+                 "the spec as read now plans this same benchmark identity",
+                 "command that reproduces the run specdsl apply walk.spec --target cand",
+                 f"promoted: run {bench.id} became the baseline of track t", "every check passed (faster, ttft)"):
+        assert fact in plain, fact
+    assert "--itl-ms 25" in plain and "--itl-ms 60" in plain  # each arm's command line
+    assert '"--itl-ms", "60"]' in plain and '"--itl-ms", "25"]' in plain  # each arm's server block as declared
+    assert not re.search(r"\de[+-]\d", plain)  # no exponent anywhere
     plots = embedded_plots(page)
     assert sorted(plots) == ["intervals", "latency", "runs"]
     shot = check_in_browser(out, plots, 3600)

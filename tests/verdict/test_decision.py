@@ -50,7 +50,7 @@ def test_the_hand_computed_interval_of_three_pairs():
     assert d.p_pass == pytest.approx(0.037090, abs=1e-6)
     assert d.p_fail == pytest.approx(1 - d.p_pass, rel=1e-9)
     assert d.detail == "ratio 1.02 [1.003, inf) >= 1, n=3 pairs: PASS"
-    assert d.method == "paired t on log ratios, one-sided, 95%"
+    assert d.method == "ratio: geometric mean of the pair ratios; paired t on log ratios, one-sided, 95%"
 
 
 def test_two_pairs_one_degree_of_freedom():
@@ -87,7 +87,7 @@ def test_each_verdict_shows_the_bound_that_decided_it():
     assert failed.low == 0.0 and failed.high == pytest.approx(math.exp(HIGH3), rel=1e-9)
     assert failed.detail == "ratio 1.02 (0, 1.038] >= 1.05, n=3 pairs: FAIL"
     assert "detectable at this n" in inconclusive.line() and inconclusive.detail in inconclusive.line()
-    assert ratio_decision(THREE, ">=", 1.0).line() == "ratio 1.02 [1.003, inf) >= 1, n=3 pairs: PASS (paired t on log ratios, one-sided, 95%)"
+    assert ratio_decision(THREE, ">=", 1.0).line() == "ratio 1.02 [1.003, inf) >= 1, n=3 pairs: PASS (ratio: geometric mean of the pair ratios; paired t on log ratios, one-sided, 95%)"
 
 
 def test_the_direction_of_each_operator():
@@ -195,3 +195,12 @@ def test_a_decision_is_a_frozen_value():
     assert isinstance(d, Decision) and d.alpha == pytest.approx(0.05)
     with pytest.raises(AttributeError):
         d.verdict = Verdict.FAIL  # type: ignore[misc]
+
+
+def test_a_detectable_effect_is_written_as_people_write_percentages():
+    from specdsl.verdict.decision import percent
+
+    assert [percent(x) for x in (220.4, 21.3, 2.13, 0.351)] == ["220", "21", "2.1", "0.35"]
+    d = ratio_decision([(100, 60), (100, 180)], ">=", 1.0)  # two far-apart pairs: undecided, a huge detectable effect
+    assert d.verdict.name == "INCONCLUSIVE" and d.mde > 2.0
+    assert "e+" not in d.line() and f"detectable at this n: {percent((d.mde - 1) * 100)}% beyond the threshold" in d.line()

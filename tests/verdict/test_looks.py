@@ -139,3 +139,32 @@ def test_a_look_that_spends_nothing_cannot_pass_and_never_gives_nan():
     assert d.verdict is Verdict.INCONCLUSIVE and d.low == 0.0 and d.high == math.inf
     f = sequential_decision(flat, ">=", 1.0, s, alpha=1e-7)
     assert f.verdict is Verdict.PASS and f.mde == 1.0 and not math.isnan(f.low)
+
+
+def test_evidence_that_grows_keeps_the_false_pass_rate_over_both_applies():
+    """The walk the quickstart's workload plans (looks from 2 pairs, horizon
+    6, the reserve kept, looks that cannot decide skipped), then raised to
+    16 pairs by a later apply: the looks up to the horizon are those the
+    first apply took, and the whole walk passes a null candidate at most
+    alpha of the time (an independent simulation, numpy)."""
+    first = LookSchedule(first=2, step=1, max=6, horizon=6, reserve=0.2, skip_t=30.0)
+    grown = LookSchedule(first=2, step=1, max=16, horizon=6, reserve=0.2, skip_t=30.0)
+    assert first.looks() == [3, 4, 5, 6]  # the look at 2 pairs needs t > 30: not taken
+    assert grown.looks()[:4] == first.looks() and grown.looks()[4:] == list(range(7, 17))
+    # the same levels at the looks both took: raising max moves nothing already decided
+    assert [grown.alpha_at(i) for i in range(4)] == pytest.approx([first.alpha_at(i) for i in range(4)], rel=1e-12)
+    assert first.cumulative(6) == pytest.approx(0.04) and grown.cumulative(16) < 0.05
+    se = math.sqrt(0.05 * 0.95 / 200_000)
+    for schedule in (first, grown):
+        false_pass, false_fail = _false_pass_rate(schedule, 200_000, seed=7)
+        assert false_pass <= 0.05 + 3 * se and false_fail <= 0.05 + 3 * se, (schedule.max, false_pass, false_fail)
+    # a fixed number of pairs is one look, which keeps the reserve too
+    fixed = LookSchedule(first=3, step=1, max=3, horizon=3, reserve=0.2, skip_t=30.0)
+    assert fixed.looks() == [3] and fixed.alpha_at(0) == pytest.approx(0.04 * safety(0.05), rel=1e-9)
+
+
+def test_the_pure_t_quantile_matches_scipy():
+    for df in (1, 2, 3, 5, 12):
+        for p in (0.05, 1e-3, 1e-6):
+            assert _dist.t_isf_int(p, df) == pytest.approx(-_dist.t_quantile(p, df), rel=1e-7)
+            assert _dist.t_sf_int(-_dist.t_quantile(p, df), df) == pytest.approx(p, rel=1e-6)

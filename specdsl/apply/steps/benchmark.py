@@ -72,7 +72,7 @@ class Benchmark:
         if prior:
             result = bench.BenchResult(runs=tuple(prior) + tuple(attrs.evolve(r, index=len(prior) + i) for i, r in enumerate(result.runs)),
                                        settings=result.settings)
-            (folder / "result.json").write_text(json.dumps(result.to_json(), indent=1, sort_keys=True) + "\n")
+            (folder / "result.json").write_text(json.dumps(bench.stamped(result.to_json()), indent=1, sort_keys=True) + "\n")
         try:
             effective, warnings = servers.effective_config(server, handle, host)
         except Exception as exc:  # an unreadable report must not lose the benchmark's results
@@ -99,17 +99,19 @@ class Benchmark:
         exp = ctx.step.payload["experiment"]
         env = judge_env(ctx.walk, exp)
 
+        extra = ctx.walk.plan.more
+
         def more(doc: dict) -> bool:
             base, cand, pairs = judge.blocks_of(doc, doc.get("effective", {}).get("B", {}))
-            verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc)), env,
-                                              adaptive=True)
-            look = judge.schedule_for(exp.workload)
-            n = len(pairs)
-            if look is not None and n not in look.looks():
-                return True  # between looks: measure up to the next one
+            looks = doc.get("looks") or {}
+            verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
+                                                                  looks=looks, extra=extra), env, adaptive=True)
+            look = judge.schedule_for(exp.workload, looks, extra)
+            if look is not None and len(pairs) not in look.looks():
+                return True  # between looks (or before the first that can decide): measure up to the next one
             return judge.undecided(verdicts)
 
-        doc, effective = paired.run_paired(ctx, more)
+        doc, effective = paired.run_paired(ctx, more, judge.looks_of(exp.workload), extra)
         metrics = paired.record(ctx, doc, effective, doc["launches"])
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
         return completed(ctx, f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches; candidate {summary}", str(ctx.folder))
