@@ -127,7 +127,9 @@ def test_a_dropped_connection_then_a_real_server_benchmarked_over_ssh(sshd, tmp_
             os.killpg(proc.pid, 9)
             proc.wait()
     assert proc.returncode == 5, dropped
-    assert "benchmark.slow" in dropped and "the ssh connection failed or was lost" in dropped, dropped
+    # the server watch names the host, the time and the cause (its master, killed)
+    assert "benchmark.slow" in dropped and "the SSH connection to host loop (specdsl-test) dropped at" in dropped, dropped
+    assert "(its master, pid " in dropped and "killed by signal 9" in dropped, dropped
     state = load_state(tmp_path / ".specdsl")
     assert [r for r in state.runs if r.step == "benchmark.slow" and r.status == "failed"]
     assert not state.servers and _left_on_host() == [], "the server was stopped on the host after the drop"
