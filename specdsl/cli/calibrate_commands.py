@@ -157,28 +157,25 @@ def components(doc: dict, noise: dict[str, float]) -> dict[str, float]:
     from specdsl.verdict import variance_components
 
     runs = {r["index"]: r.get("metrics", {}) for r in doc.get("runs", ())}
+    blocks = [b for p in doc.get("pairs", ()) for b in p["blocks"]]
     out: dict[str, float] = {}
     for name in noise:
-        groups, by_arm = [], {}
-        for p in doc.get("pairs", ()):
-            for b in p["blocks"]:
-                values = [runs.get(i, {}).get(name) for i in b["runs"]]
-                if not values or not all(isinstance(v, (int, float)) and v > 0 for v in values):
-                    break
-                by_arm.setdefault(b["arm"], []).append([math.log(v) for v in values])
-            else:
-                continue
-            break
-        else:
-            for arm_groups in by_arm.values():  # an arm's own mean out: arms may differ by a constant
-                mean = sum(sum(g) for g in arm_groups) / sum(len(g) for g in arm_groups)
-                groups += [[x - mean for x in g] for g in arm_groups]
-            try:
-                parts = variance_components(groups)
-            except ValueError:
-                continue
-            out[f"noise_run.{name}"] = math.sqrt(parts.run_var)
-            out[f"noise_launch.{name}"] = math.sqrt(parts.launch_var)
+        values = [[runs.get(i, {}).get(name) for i in b["runs"]] for b in blocks]
+        if not all(v and all(isinstance(x, (int, float)) and x > 0 for x in v) for v in values):
+            continue  # a launch without this metric, or a value no log takes
+        by_arm: dict[str, list[list[float]]] = {}
+        for b, v in zip(blocks, values):
+            by_arm.setdefault(b["arm"], []).append([math.log(x) for x in v])
+        groups = []
+        for arm_groups in by_arm.values():  # an arm's own mean out: arms may differ by a constant
+            mean = sum(sum(g) for g in arm_groups) / sum(len(g) for g in arm_groups)
+            groups += [[x - mean for x in g] for g in arm_groups]
+        try:
+            parts = variance_components(groups)
+        except ValueError:
+            continue
+        out[f"noise_run.{name}"] = math.sqrt(parts.run_var)
+        out[f"noise_launch.{name}"] = math.sqrt(parts.launch_var)
     return out
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from specdsl import secrets
 from specdsl.graph.build import Graph
+from specdsl.graph.pairs import launches
 from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
 from specdsl.plan.looks import first_pairs, max_runs
@@ -202,8 +203,6 @@ def make_plan(
                     reason = f"{n} more run{'s' if n != 1 else ''} needed ({have} recorded, {want} wanted)"
                 elif addr in going_on:
                     have, budget, checks = going_on[addr]
-                    from specdsl.graph.pairs import launches
-
                     reason = (f"continue: {', '.join(checks)} undecided at {have} pairs (recorded in run "
                               f"{results[step.identity]}, kept); up to {budget - have} more pairs"
                               + (f" (--more {more})" if more else "")
@@ -455,11 +454,10 @@ def command_preview(exp) -> str:
 
 
 def paired_cost(step) -> str:
-    """What a paired benchmark will cost: pairs (measured afresh: pairs of
-    another apply met another state of the machine), launches, runs, and
-    the budget adaptive pairs may use."""
-    from specdsl.graph.pairs import launches
-
+    """What a paired benchmark measured from nothing will cost, as its
+    plan line says: pairs to the first look, launches, runs, and the budget
+    adaptive pairs may use (an undecided one that goes on says its own:
+    "continue: ...")."""
     workload = step.payload["experiment"].workload
     pairs = first_pairs(workload)
     most = max_runs(workload)

@@ -494,14 +494,16 @@ def test_an_undecided_comparison_continues_when_max_runs_is_raised_or_more_is_as
     assert doc2["launches"][:6] == doc1["launches"] and doc2["looks"] == doc1["looks"]
     verdict = next(v for _, v in second.verdicts if v.name == "faster")
     assert verdict.evidence["n"] == 3 + new_pairs, verdict.detail
+    # --more 1: one pair past max_runs, kept the same way, while undecided; a decided one goes no further
+    spec = tmp_path / "walk.spec"
+    graph = build_graph(resolve_file(spec).config, spec_dir=tmp_path)
+    st = load_state(tmp_path / ".specdsl")
+    more = make_plan(graph, st, Refresh.from_state(st), spec=str(spec), spec_digest="d", more=1).change("benchmark.cand")
     if verdict.status == "inconclusive":  # (5% noise against a 1% margin: the likely end)
-        # --more 1: one pair past max_runs, kept the same way
-        spec = tmp_path / "walk.spec"
-        resolved = resolve_file(spec)
-        graph = build_graph(resolved.config, spec_dir=tmp_path)
-        st = load_state(tmp_path / ".specdsl")
-        more = make_plan(graph, st, Refresh.from_state(st), spec=str(spec), spec_digest="d", more=1)
-        assert "up to 1 more pairs (--more 1), 2 launches at most" in more.change("benchmark.cand").reason, more.change("benchmark.cand").reason
+        assert more.action.word == "run" and more.identity == run1.identity, more.reason
+        assert "up to 1 more pairs (--more 1), 2 launches at most" in more.reason, more.reason
+    else:
+        assert more.action.word == "reuse", more.reason
 
 
 TRACK_PAIRED = '''
