@@ -34,6 +34,7 @@ its entries; a JSONL file gives its own prompts, the same every run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -113,7 +114,7 @@ def load_tokenizer(spec: str | None) -> Tokenizer | None:
         except ImportError:  # pragma: no cover - tokenizers is a dependency
             HFTokenizer = None
         if HFTokenizer is not None:
-            return Tokenizer(HFTokenizer.from_file(str(candidate)), "tokenizers")
+            return _tokenizer_file(str(candidate.resolve()), candidate.stat().st_mtime_ns)
     try:
         from transformers import AutoTokenizer  # type: ignore[import-not-found]
     except ImportError:
@@ -122,6 +123,16 @@ def load_tokenizer(spec: str | None) -> Tokenizer | None:
         return Tokenizer(AutoTokenizer.from_pretrained(spec), "transformers")
     except Exception as exc:  # any loader failure is a user-facing error
         raise BenchError(f"cannot load tokenizer {spec!r}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _tokenizer_file(path: str, _mtime_ns: int) -> Tokenizer:
+    """One loaded tokenizer.json per file and version of it: a paired
+    benchmark calls the load generator once per run and per warm-up (each
+    loading it took a parse of the file); its encode is read-only."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    return Tokenizer(HFTokenizer.from_file(path), "tokenizers")
 
 
 def tokenizer_file(spec: str | None) -> Path | None:
