@@ -39,7 +39,7 @@ from specdsl.apply import checks, counts
 from specdsl.apply.checks import Results
 from specdsl.model.assert_shape import shape_of
 
-from specdsl.plan.looks import ALPHA, looks_of, schedule_for  # noqa: F401 (judge's face: the walk asks for them here)
+from specdsl.plan.looks import ALPHA, schedule_for
 
 
 @attrs.frozen

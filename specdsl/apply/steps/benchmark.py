@@ -105,6 +105,7 @@ class Benchmark:
     def _paired(self, ctx: StepContext) -> Outcome:
         from specdsl.apply import judge
         from specdsl.apply.steps import paired
+        from specdsl.plan.looks import looks_of, schedule_for
 
         exp = ctx.step.payload["experiment"]
         env = judge_env(ctx.walk, exp)
@@ -116,12 +117,12 @@ class Benchmark:
             looks = doc.get("looks") or {}
             verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
                                                                   looks=looks, extra=extra), env, adaptive=True)
-            look = judge.schedule_for(exp.workload, looks, extra)
+            look = schedule_for(exp.workload, looks, extra)
             if look is not None and len(pairs) not in look.looks():
                 return True  # between looks (or before the first that can decide): measure up to the next one
             return judge.undecided(verdicts)
 
-        doc, effective = paired.run_paired(ctx, more, judge.looks_of(exp.workload), extra)
+        doc, effective = paired.run_paired(ctx, more, looks_of(exp.workload), extra)
         metrics = paired.record(ctx, doc, effective, doc["launches"])
         validity.note_left_out(ctx, doc)  # pairs with an invalid run: no verdict reads them
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)

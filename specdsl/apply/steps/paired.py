@@ -60,7 +60,7 @@ class _Pairing:
     warnings: list = attrs.Factory(list)
     warned: set = attrs.Factory(set)  # (arm, warning) already said
     gpu_facts: dict = attrs.Factory(dict)  # the GPU snapshots at the step's start and end (apply.gpus)
-    looks: dict = attrs.Factory(dict)  # the look schedule's horizon and steps (judge.schedule_for)
+    looks: dict = attrs.Factory(dict)  # the look schedule's horizon and steps (plan.looks.schedule_for)
     continued: int = 0  # pairs an earlier apply recorded
     side_by_side: bool = False  # both arms of a pair up at once
 
