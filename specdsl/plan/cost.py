@@ -28,11 +28,11 @@ from typing import Any
 import attrs
 
 from specdsl.graph.steps import digest
+from specdsl.plan.looks import ALPHA  # the verdicts' level
 
 # Beyond this many pairs a decision is not worth its launches: an undecided
 # verdict that would need more says that no affordable amount decides it.
 AFFORDABLE_PAIRS = 100
-ALPHA = 0.05  # the verdicts' level (specdsl.apply.judge.ALPHA)
 
 
 @attrs.frozen
