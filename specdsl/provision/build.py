@@ -233,6 +233,11 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
         )
     if stack.installer == "prebuilt":
         _check_prebuilt(stack, facts["packages"])
+        # the tree was installed without its console scripts (their shebangs
+        # name the machine that built it): write the pinned packages' own,
+        # so `vllm serve` and `transformers serve` run from the environment
+        run([python, "-c", CONSOLE_SCRIPTS, *(_pin_name(p) for p in stack.packages)],
+            "writing the prebuilt packages' console scripts", timeout=VENV_TIMEOUT_S)
     nvcc = _check_nvcc(stack, env, host, log_path, facts.get("cuda_home")) if stack.cuda else None
     record = EnvInfo(
         identity=identity,
@@ -250,6 +255,39 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
     write_marker(host, folder, record, stack_json)
     say(f"environment {identity} ready")
     return record
+
+
+# Run by the environment's own interpreter (with the stack's env, so the
+# prebuilt tree on PYTHONPATH is seen): for each named distribution, a
+# script in the environment's bin/ per console_scripts entry point that is
+# not there yet, the way an installer writes them.
+CONSOLE_SCRIPTS = """
+import importlib.metadata as md, os, sys
+bin_dir = os.path.join(sys.prefix, "bin")
+for name in sys.argv[1:]:
+    try:
+        entry_points = md.distribution(name).entry_points
+    except md.PackageNotFoundError:
+        continue
+    for ep in entry_points:
+        path = os.path.join(bin_dir, ep.name)
+        if ep.group != "console_scripts" or os.path.exists(path):
+            continue
+        module, _, attr = ep.value.partition(":")
+        if not attr.strip():
+            continue
+        with open(path, "w") as f:
+            f.write(f"#!{sys.executable}\\nimport importlib, sys\\n"
+                    f"target = importlib.import_module({module.strip()!r})\\n"
+                    f"for part in {attr.strip()!r}.split('.'):\\n    target = getattr(target, part)\\n"
+                    f"sys.exit(target())\\n")
+        os.chmod(path, 0o755)
+        print(f"{ep.name} -> {ep.value}")
+"""
+
+
+def _pin_name(pin: str) -> str:
+    return re.split(r"[=<>!~\[; ]", pin, maxsplit=1)[0]
 
 
 def _check_prebuilt(stack: Stack, found: dict[str, str]) -> None:

@@ -5,6 +5,10 @@ real SGLang 0.5.17 tree of examples/gpu/sglang.spec, in small)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from specdsl.hosts import LocalHost
@@ -32,6 +36,24 @@ def test_prebuilt_tree_is_recorded_without_installing(tmp_path):
     assert record.installer == "prebuilt"
     commands = [line for line in log.read_text().splitlines() if line.startswith("$ ")]
     assert not any(" install " in line or "uv" in line.split()[1] for line in commands), commands  # nothing installed, no resolver
+
+
+def test_prebuilt_packages_get_their_console_scripts(tmp_path):
+    """A tree installed with `pip --target` has no usable console scripts
+    (their shebangs name the build machine; the carry drops bin/): the
+    environment gets the pinned packages' own, so an adapter's `vllm serve`
+    or `transformers serve` runs from it."""
+    site = site_tree(tmp_path / "site", "specdsl-engine", "0.5.17")
+    dist = site / "specdsl_engine-0.5.17.dist-info"
+    (dist / "entry_points.txt").write_text("[console_scripts]\nspecdsl-engine = specdsl_engine:cli.main\n")
+    (site / "specdsl_engine.py").write_text(
+        "import sys\nclass cli:\n    @staticmethod\n    def main():\n        print('engine', sys.argv[1:])\n        return 3\n")
+    stack = Stack(name="pre", python="system", installer="prebuilt", packages=("specdsl-engine==0.5.17",),
+                  env=pairs({"PYTHONPATH": str(site)}))
+    record = provision(stack, LocalHost(env_root=tmp_path / "envs"), "pre", tmp_path / "log")
+    script = Path(record.path) / "bin" / "specdsl-engine"
+    done = subprocess.run([str(script), "serve", "m"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)})
+    assert (done.returncode, done.stdout) == (3, "engine ['serve', 'm']\n")  # the entry point ran, its exit status kept
 
 
 def test_a_pin_the_tree_does_not_meet_fails_naming_it(tmp_path):

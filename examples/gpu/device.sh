@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# The story on real SGLang 0.5.17 and then vLLM 0.26.0, on one GPU host
+# without a registry, in as few device calls as the carries allow
+# (docs/gpu-run.md). The work runs in one background pipeline started by the
+# first call (a new process session, so it outlives the call); the calls
+# after it only bring the rest of the carry (64 MiB a call) and collect:
+#
+#   bash examples/gpu/device.sh start  .carry/c1   # SGLang's site tree, specdsl's wheels; model; pipeline
+#   bash examples/gpu/device.sh part   .carry/c2   # FA3 part 00 (c3, c4: parts 01, 02)
+#   bash examples/gpu/device.sh part   .carry/c5   # vLLM part 00 (c6: part 01)
+#   bash examples/gpu/device.sh wait   560         # until the pipeline ends or 560 s pass; collect
+#
+# (each with carry=[".carry/cN"], back to back: an idle machine goes back
+# after 30 s, and /tmp with it). The pipeline: SGLang `fixed` against
+# production (promoted), then, once the FA3 parts are in, the `upgrade`
+# (the server's default backend), its diagnosis, a re-plan and re-apply that
+# change nothing, the reports; then, once vLLM is in, vllm.spec. Every
+# collect writes to $OUT: pipeline.log, status.txt, sglang.tgz and vllm.tgz
+# (state, run folders, server logs, reports, diagnosis JSON).
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+cmd=${1:?start, part, wait or pipeline}
+arg=${2:-}
+out=${OUT:-$PWD/gpu-out}
+code=/tmp/specdsl-code; site=/tmp/sglang-site; vsite=/tmp/vsite; deps=/tmp/specdsl-deps
+model=/tmp/llama800m; parts=/tmp/parts; log=/tmp/pipeline.log
+mkdir -p "$out" "$parts"
+
+collect() {
+    cp "$log" "$out/" 2>/dev/null
+    {
+        date -u +%FT%TZ
+        ls /tmp/*.ready /tmp/pipeline.done 2>/dev/null
+        nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
+    } > "$out/status.txt" 2>&1
+    for w in sglang vllm; do
+        [ -d /tmp/story-$w/.specdsl ] || continue
+        (cd /tmp/story-$w && tar czf "$out/$w.tgz" --exclude '*.so' .specdsl stacks ./*.log ./*.json ./*.html 2>/dev/null)
+    done
+}
+
+unpack_parts() {  # assemble what has arrived; each kind once, when all its parts are there
+    cp -n "$1"/*.part* "$parts"/ 2>/dev/null
+    if [ ! -f /tmp/fa3.ready ] && [ -f $parts/flash_ops.abi3.so.xz.part02 ] && [ -d $site/sgl_kernel ]; then
+        cat $parts/flash_ops.abi3.so.xz.part0[012] | xz -d -T0 > $site/sgl_kernel/flash_ops.abi3.so.tmp &&
+            mv $site/sgl_kernel/flash_ops.abi3.so.tmp $site/sgl_kernel/flash_ops.abi3.so && touch /tmp/fa3.ready
+        echo "$(date -u +%T) FA3 kernel in: $(ls -la $site/sgl_kernel/flash_ops.abi3.so 2>&1)" >> $log
+    fi
+    if [ ! -f /tmp/vllm.ready ] && [ -f $parts/vllm-0.26.0-site.tar.xz.part01 ]; then
+        cat $parts/vllm-0.26.0-site.tar.xz.part0[01] | python3 -c "import sys,tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/vunpack', filter='fully_trusted')" &&
+            rm -rf $vsite && mv /tmp/vunpack/site $vsite && touch /tmp/vllm.ready
+        echo "$(date -u +%T) vLLM tree in: $(ls $vsite 2>&1 | wc -l) entries" >> $log
+    fi
+}
+
+case $cmd in
+start)
+    t0=$(date +%s)
+    if [ ! -d $site/sglang ]; then
+        python3 -c "import sys,tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/sglang-unpack', filter='fully_trusted')" \
+            < "$arg/sglang-0.5.17-site.tar.xz" || { echo "unpack failed" | tee -a $log; exit 1; }
+        mv /tmp/sglang-unpack/site $site
+    fi
+    [ -d $deps/lark ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $deps "$arg"/specdsl-wheels/*.whl
+    rm -rf $code && mkdir -p $code
+    tar cf - --exclude __pycache__ specdsl grammar examples/gpu examples/quickstart/tiny-llama benchmarks/gpu | tar xf - -C $code
+    echo "$(date -u +%T) unpacked in $(( $(date +%s) - t0 )) s" >> $log
+    [ -f $model/config.json ] || python3 benchmarks/gpu/make_model.py $model >> $log 2>&1
+    echo "$(date -u +%T) model at $(( $(date +%s) - t0 )) s" >> $log
+    setsid nohup bash $code/examples/gpu/device.sh pipeline < /dev/null >> $log 2>&1 &
+    sleep 2; collect ;;
+part)
+    unpack_parts "$arg"; collect ;;
+wait)
+    end=$(( $(date +%s) + ${arg:-560} ))
+    while [ ! -f /tmp/pipeline.done ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+    collect ;;
+pipeline)
+    export PYTHONPATH=$deps:$code SPECDSL_ENV_ROOT=/tmp/envs
+    specdsl() { python3 -m specdsl.cli.main "$@"; }
+    cuda_home=$(dirname "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")
+    until_ready() {  # wait for a carry the later calls bring (at most $2 s)
+        local end=$(( $(date +%s) + $2 ))
+        while [ ! -f "$1" ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+    }
+    stage() { echo; echo "== $(date -u +%T) $*"; }
+    nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
+    python3 -c "import torch; print('torch', torch.__version__)"
+    mkdir -p /tmp/story-sglang && cp $code/examples/gpu/sglang.spec /tmp/story-sglang/
+    cd /tmp/story-sglang
+    vars=(-var site=$site -var model=$model -var cuda_home="$cuda_home")
+    stage "sglang: plan"; specdsl plan sglang.spec "${vars[@]}"
+    stage "sglang: apply fixed"; specdsl apply sglang.spec --yes --target fixed "${vars[@]}"; echo "apply exit $?"
+    until_ready /tmp/fa3.ready 900
+    stage "sglang: apply upgrade"; specdsl apply sglang.spec --yes --target upgrade "${vars[@]}"; echo "apply exit $?"
+    stage "sglang: diagnose upgrade"; specdsl diagnose upgrade sglang.spec "${vars[@]}"
+    specdsl diagnose upgrade sglang.spec --json "${vars[@]}" > diagnose-upgrade.json
+    stage "sglang: re-plan"; specdsl plan sglang.spec --detailed-exitcode --target fixed --target upgrade "${vars[@]}"; echo "plan exit $?"
+    stage "sglang: re-apply"; specdsl apply sglang.spec --yes --target fixed --target upgrade "${vars[@]}"; echo "apply exit $?"
+    stage "sglang: history"; specdsl history prod
+    specdsl report upgrade sglang.spec -o report-upgrade.html "${vars[@]}"
+    specdsl report fixed sglang.spec -o report-fixed.html "${vars[@]}"
+    until_ready /tmp/vllm.ready 600
+    mkdir -p /tmp/story-vllm && cp $code/examples/gpu/vllm.spec /tmp/story-vllm/
+    cd /tmp/story-vllm
+    vvars=(-var vsite=$vsite -var model=$model -var cuda_home="$cuda_home")
+    stage "vllm: plan"; specdsl plan vllm.spec "${vvars[@]}"
+    stage "vllm: apply flashinfer against triton"; specdsl apply vllm.spec --yes --target vllm-flashinfer "${vvars[@]}"; echo "apply exit $?"
+    stage "vllm: apply default"; specdsl apply vllm.spec --yes --target vllm-default "${vvars[@]}"; echo "apply exit $?"
+    specdsl report vllm-flashinfer vllm.spec -o report-vllm.html "${vvars[@]}"
+    stage "done"; touch /tmp/pipeline.done ;;
+*)
+    echo "unknown command $cmd" >&2; exit 2 ;;
+esac
