@@ -44,7 +44,7 @@ def runs_of(measured) -> list[tuple[str, dict]]:
     """(label, metrics) of each valid run of the candidate a `judge.Measured`
     holds: its runs apart, or the runs of its blocks in the valid pairs."""
     if measured.pairs:
-        return [(f"pair {i} arm B", run) for i, (_a, b) in enumerate(measured.pairs) for run in b.runs]
+        return [(f"pair {i + 1} arm B", run) for i, (_a, b) in enumerate(measured.pairs) for run in b.runs]
     if measured.candidate_runs:
         return [(f"run {k}", run) for k, r in enumerate(measured.candidate_runs) for run in r.runs]
     return [(f"run {k}", run) for k, run in enumerate(measured.mine.runs)] if measured.mine is not None else []

@@ -80,7 +80,7 @@ def note_left_out(ctx: StepContext, doc: dict) -> None:
     with ctx.walk.mutex:
         ctx.walk.result.invalid_runs += len(invalid_runs(doc))
     ctx.walk.result.warn(f"{ctx.addr}: {len(left)} of {len(doc.get('pairs', ()))} pairs left out of every verdict, both arms' "
-                         "blocks (an invalid run): " + "; ".join(f"pair {i} ({why})" for i, why in left))
+                         "blocks (an invalid run): " + "; ".join(f"pair {i + 1} ({why})" for i, why in left))
 
 
 def mark_lost(runs, lost: str) -> list:
@@ -126,7 +126,7 @@ def not_read(doc: dict | None) -> tuple[str, int]:
         return "", 0
     if doc.get("pairs"):
         out = excluded_pairs(doc)
-        note = "; ".join(f"pair {i} ({why})" for i, why in out)
+        note = "; ".join(f"pair {i + 1} ({why})" for i, why in out)
         return (f"pairs left out, both arms' blocks: {note}" if note else ""), len(doc["pairs"]) - len(out)
     bad = invalid_runs(doc)
     return (f"invalid runs not read: {describe_invalid(bad)}" if bad else ""), len(doc.get("runs", ())) - len(bad)

@@ -277,10 +277,14 @@ for name in sys.argv[1:]:
         if not attr.strip():
             continue
         with open(path, "w") as f:
+            # the guard matters: an engine that starts workers with
+            # multiprocessing's spawn re-imports this file in each of them
+            # (vLLM's engine core; without it the child starts vLLM again)
             f.write(f"#!{sys.executable}\\nimport importlib, sys\\n"
-                    f"target = importlib.import_module({module.strip()!r})\\n"
-                    f"for part in {attr.strip()!r}.split('.'):\\n    target = getattr(target, part)\\n"
-                    f"sys.exit(target())\\n")
+                    f"if __name__ == '__main__':\\n"
+                    f"    target = importlib.import_module({module.strip()!r})\\n"
+                    f"    for part in {attr.strip()!r}.split('.'):\\n        target = getattr(target, part)\\n"
+                    f"    sys.exit(target())\\n")
         os.chmod(path, 0o755)
         print(f"{ep.name} -> {ep.value}")
 """

@@ -167,19 +167,42 @@ def _failure(what: str, handle: ServerHandle, host: Host, *, cause: bool = False
 
 
 _CAUSE_LINES = 400
-# `ImportError: ...`, `torch.OutOfMemoryError: ...`, `RuntimeError: ...`, after
-# an optional log prefix (`[2026-12-02 10:00:00 TP0] `) or traceback indent
-_EXCEPTION_LINE = re.compile(r"^(?:\[[^\]]*\]\s*|\s+)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)): (\S.*)$")
+# a log line's prefix: SGLang's `[2026-12-02 10:00:00 TP0] `, vLLM's process
+# tag `(APIServer pid=4712) ` or `(EngineCore_DP0 pid=4830) `, or an indent
+_LOG_PREFIX = re.compile(r"^(?:\[[^\]]*\]|\([\w.-]+ pid=\d+\))?\s*")
+# `ImportError: ...`, `torch.OutOfMemoryError: ...`, `RuntimeError: ...`
+_EXCEPTION_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt)):(?:\s+(.*))?$")
+# a last exception that only points at an earlier one (vLLM's API server:
+# `RuntimeError: Engine core initialization failed. See root cause above.`)
+_POINTS_UP = re.compile(r"root cause above|see above", re.IGNORECASE)
 
 
 def log_cause(text: str) -> str | None:
-    """The last `SomethingError: message` line of a server log (what
-    killed it), without its log prefix; None when there is none."""
-    found = None
-    for line in text.splitlines():
-        m = _EXCEPTION_LINE.match(line.rstrip())
-        if m:
-            found = f"{m[1]}: {m[2]}"
+    """What killed a server, from its log: the last `SomethingError: message`
+    line without its log prefix (the message read from the lines below when
+    it starts there, as multiprocessing's errors do), or the one before it
+    when the last only says the cause is above; None when there is none."""
+    lines = [_LOG_PREFIX.sub("", line.rstrip(), count=1) for line in text.splitlines()]
+    causes = []
+    for i, line in enumerate(lines):
+        m = _EXCEPTION_LINE.match(line)
+        if not m:
+            continue
+        message = (m[2] or "").strip()
+        if not message:
+            below = []
+            for after in lines[i + 1:i + 8]:
+                if not after.strip():
+                    if below:
+                        break
+                    continue
+                below.append(after.strip())
+            message = " ".join(below)
+        if message:
+            causes.append(f"{m[1]}: {message}")
+    while len(causes) > 1 and _POINTS_UP.search(causes[-1]):
+        causes.pop()
+    found = causes[-1] if causes else None
     if found and len(found) > 300:
         found = found[:297] + "..."
     return found

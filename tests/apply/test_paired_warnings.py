@@ -64,11 +64,11 @@ def test_short_outputs_of_a_paired_arm_are_named_by_pair_and_arm(tmp_path):
     # short outputs where the length was exact: the candidate's runs are
     # invalid, every pair is left out, and the count assertion cannot be decided
     assert done.returncode == 4, out
-    assert "no-failures  ERROR  too few valid pairs: 0 valid (pairs left out, both arms' blocks: pair 0 (arm B run 1: short" in out
+    assert "no-failures  ERROR  too few valid pairs: 0 valid (pairs left out, both arms' blocks: pair 1 (arm B run 1: short" in out
     assert "benchmark.cand: 2 of 2 pairs left out of every verdict" in out and "invalid runs: 2." in out
     lines = [line for line in out.splitlines()
              if line.startswith("warning:") and "short outputs" in line and "left out" not in line]
     # both pairs' candidate arm, never the baseline's
     assert len(lines) == 2, out
     assert all("arm B (cand)" in line and "4 of 4 requests ended at 3 tokens" in line for line in lines), lines
-    assert {line.split(" pair ")[1].split()[0] for line in lines} == {"0", "1"}
+    assert {line.split(" pair ")[1].split()[0] for line in lines} == {"1", "2"}

@@ -587,7 +587,7 @@ def test_a_cold_first_run_is_flagged_in_the_verdict(tmp_path, env_root):
     _, result, _ = apply_spec(tmp_path, text.replace("  runs = 4\n", "  runs = 4\n  max_runs = 4\n"), env_root)
     verdict = next(v for _, v in result.verdicts if v.name == "faster")
     assert verdict.status == "inconclusive", verdict.detail
-    assert "outlier in arm B (the candidate): pair 0 (42.9, x0.33 of the median 130" in verdict.detail, verdict.detail
+    assert "outlier in arm B (the candidate): pair 1 (42.9, x0.33 of the median 130" in verdict.detail, verdict.detail
     assert "arm A" not in verdict.detail  # the baseline's runs agree: none flagged
 
 

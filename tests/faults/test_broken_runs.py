@@ -220,11 +220,11 @@ experiment "cand" {
     os.killpg(pgid, signal.SIGKILL)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 5, out
-    assert f"pair 0 arm A (base): server old (pid {pid}, process group {pgid}) died at " in out, out
+    assert f"pair 1 arm A (base): server old (pid {pid}, process group {pgid}) died at " in out, out
     assert "killed by signal 9" in out
     state = folder.state()
     [failed] = [r for r in state.runs if r.step == "benchmark.cand" and r.status == "failed"]
-    assert "pair 0 arm A (base): server old" in failed.reason and "died at" in failed.reason
+    assert "pair 1 arm A (base): server old" in failed.reason and "died at" in failed.reason
     assert not state.servers and folder.groups_alive() == []
     again = folder.run("apply", "f.spec", "--yes", "--target", "cand")
     assert again.returncode == 0, again.out

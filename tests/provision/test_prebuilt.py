@@ -42,18 +42,27 @@ def test_prebuilt_packages_get_their_console_scripts(tmp_path):
     """A tree installed with `pip --target` has no usable console scripts
     (their shebangs name the build machine; the carry drops bin/): the
     environment gets the pinned packages' own, so an adapter's `vllm serve`
-    or `transformers serve` runs from it."""
+    or `transformers serve` runs from it. On the H200 the first version of
+    these scripts had no `__main__` guard, and vLLM 0.26.0's engine core,
+    started with spawn, ran `vllm serve` again and died (docs/gpu-run.md)."""
     site = site_tree(tmp_path / "site", "specdsl-engine", "0.5.17")
     dist = site / "specdsl_engine-0.5.17.dist-info"
     (dist / "entry_points.txt").write_text("[console_scripts]\nspecdsl-engine = specdsl_engine:cli.main\n")
+    # like vLLM's engine core: a worker started with multiprocessing's spawn,
+    # which imports the script again in the child (it must not run main twice)
     (site / "specdsl_engine.py").write_text(
-        "import sys\nclass cli:\n    @staticmethod\n    def main():\n        print('engine', sys.argv[1:])\n        return 3\n")
+        "import multiprocessing, sys\n"
+        "def work():\n    pass\n"
+        "class cli:\n    @staticmethod\n    def main():\n"
+        "        child = multiprocessing.get_context('spawn').Process(target=work)\n"
+        "        child.start(); child.join()\n"
+        "        print('engine', sys.argv[1:], child.exitcode)\n        return 3\n")
     stack = Stack(name="pre", python="system", installer="prebuilt", packages=("specdsl-engine==0.5.17",),
                   env=pairs({"PYTHONPATH": str(site)}))
     record = provision(stack, LocalHost(env_root=tmp_path / "envs"), "pre", tmp_path / "log")
     script = Path(record.path) / "bin" / "specdsl-engine"
     done = subprocess.run([str(script), "serve", "m"], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(site)})
-    assert (done.returncode, done.stdout) == (3, "engine ['serve', 'm']\n")  # the entry point ran, its exit status kept
+    assert (done.returncode, done.stdout) == (3, "engine ['serve', 'm'] 0\n"), done.stderr  # ran once, its worker too, exit status kept
 
 
 def test_a_pin_the_tree_does_not_meet_fails_naming_it(tmp_path):

@@ -40,3 +40,16 @@ def test_log_cause_is_the_last_exception_line_without_its_prefix():
     assert log_cause("[2026-12-02 10:00:00 TP0] torch.OutOfMemoryError: CUDA out of memory.\nbye\n") == \
         "torch.OutOfMemoryError: CUDA out of memory."
     assert log_cause("loading\nready? no\nWarning: something: else\n") is None
+
+
+def test_log_cause_reads_vllm_logs_to_the_root_cause():
+    """Real vLLM 0.26.0 on the H200 (docs/gpu-run.md): every line tagged
+    `(APIServer pid=N) `, the engine core's `RuntimeError:` with its message
+    on the lines below, and the API server's last word only pointing up."""
+    text = (DATA / "vllm-0.26.0-spawn-in-main.log").read_text()
+    assert text.rstrip().endswith("Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+    assert log_cause(text) == ("RuntimeError: An attempt has been made to start a new process before the "
+                               "current process has finished its bootstrapping phase.")
+    assert log_cause("(EngineCore_DP0 pid=7) torch.OutOfMemoryError: CUDA out of memory.\n") == \
+        "torch.OutOfMemoryError: CUDA out of memory."
+    assert log_cause("RuntimeError: failed. See root cause above.\n") == "RuntimeError: failed. See root cause above."

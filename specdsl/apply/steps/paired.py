@@ -138,7 +138,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
             handle = servers.launch(pinned, arm.env, sub, host=host, progress=ctx.progress, stop=ctx.stop)
         except servers.LaunchError as exc:
             host.collect(there, folder)
-            raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc}", str(folder / sub.name / "server.log")) from None
+            raise StepFailed(f"pair {i + 1} arm {letter} ({arm.name}): {exc}", str(folder / sub.name / "server.log")) from None
         with lock:
             up[letter] = (handle, n)
             walk.result.launches += 1
@@ -207,7 +207,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
                                 quirks=servers.adapter_for(arm.server.engine).quirks, tokenizer=tokenizer,
                                 progress=say, stop=ctx.stop)
         except bench.BenchError as exc:
-            raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})",
+            raise StepFailed(f"pair {i + 1} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})",
                              str(folder)) from None
         done.launches[n]["warmup"] = got
 
@@ -231,16 +231,16 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
                                              tokenizer=tokenizer, progress=say, stop=watch.stop,
                                              server=adapter.server_side(), first_run=i * block + j)
         except (bench.BenchError, Cancelled) as exc:
-            validity.raise_if_lost(watch, f"pair {i} arm {letter} ({arm.name}): ", sub)
+            validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
             if isinstance(exc, Cancelled):
                 raise
-            raise StepFailed(f"pair {i} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})", str(sub)) from None
+            raise StepFailed(f"pair {i + 1} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})", str(sub)) from None
         finally:
             watch.close()
-        validity.raise_if_lost(watch, f"pair {i} arm {letter} ({arm.name}): ", sub)
+        validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
         done.launches[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
-            done.warnings.append(f"{ctx.addr} pair {i} arm {letter} ({arm.name}): {w}")
+            done.warnings.append(f"{ctx.addr} pair {i + 1} arm {letter} ({arm.name}): {w}")
         start = len(done.runs)
         for k, r in enumerate(result.runs):
             done.runs.append(attrs.evolve(r, index=start + k))
@@ -273,7 +273,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
             said = cold_start_warning([r.metrics.get("output_throughput", 0.0) for r in runs])
             if said:
                 done.runs[b["runs"][0]] = attrs.evolve(runs[0], warnings=tuple(runs[0].warnings) + (said,))
-                done.warnings.append(f"{ctx.addr} pair {i} arm {b['arm']} ({arms[b['arm']].name}, launch {b['launch']}): {said}")
+                done.warnings.append(f"{ctx.addr} pair {i + 1} arm {b['arm']} ({arms[b['arm']].name}, launch {b['launch']}): {said}")
 
     def measure_pair(i: int, planned: int) -> None:
         total = 2 * block * planned
