@@ -4,7 +4,7 @@ each problem at the span of the offending key or value.
 What the language can check alone is checked here (names, types, the
 shape of `gres` and `mem`); what only the cluster knows (the partition
 exists, the account may use it, a node offers the gres) is checked by the
-preflight before anything is submitted (`apply/slurm_preflight.py`).
+preflight before anything is submitted (`apply/slurm/preflight.py`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Steps on Slurm hosts: each job of `plan.slurm.slurm_jobs` is one batch
 job, submitted with `sbatch --parsable` from this machine or, for a host
-with `ssh`, on that login node (`slurm_site`), followed with
+with `ssh`, on that login node (`site`), followed with
 `scontrol`/`sacct` and its events file, cancelled with `scancel` when the
 walk stops (Ctrl-C). See docs/slurm.md.
 
@@ -37,13 +37,13 @@ from pathlib import Path
 import attrs
 
 from specdsl import private
-from specdsl.apply import job as jobfile
-from specdsl.apply import slurm_files
 from specdsl.apply.context import Walk
 from specdsl.apply.outcome import Outcome, Reason, Status
-from specdsl.apply.slurm_preflight import check as preflight_check
-from specdsl.apply.slurm_preflight import check_python
-from specdsl.apply.slurm_site import LocalSite, SshSite
+from specdsl.apply.slurm import files as slurm_files
+from specdsl.apply.slurm import folder as job_folder
+from specdsl.apply.slurm.preflight import check as preflight_check
+from specdsl.apply.slurm.preflight import check_python
+from specdsl.apply.slurm.site import LocalSite, SshSite
 from specdsl.hosts.base import HostError
 from specdsl.hosts.slurm import JobInfo, SlurmClient, SlurmError
 from specdsl.plan.files import job_files
@@ -306,7 +306,7 @@ class SlurmRun:
         first = lead(self.graph, job)
         try:
             site.make_dirs(folder)
-            site.write_text(folder / jobfile.DESCRIPTION, jobfile.description_text(self._description(job, folder)))
+            site.write_text(folder / job_folder.DESCRIPTION, job_folder.description_text(self._description(job, folder)))
             script = self._script(job, folder)
         except HostError as exc:
             self.walk.hooks.start(first, self.graph.steps[first].kind)
@@ -329,7 +329,7 @@ class SlurmRun:
     def _pump(self, a: Active) -> None:
         """Forward the job's new events to the walk's hooks."""
         try:
-            data = a.site.read_from(a.folder / jobfile.EVENTS, a.events_read)
+            data = a.site.read_from(a.folder / job_folder.EVENTS, a.events_read)
         except HostError as exc:
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: cannot read its events ({exc}); asking again")
             return
@@ -348,7 +348,7 @@ class SlurmRun:
             elif event == "progress" and doc.get("addr") in self.graph.steps:
                 self._progress(doc["addr"], f"[job {a.id}] {doc.get('message', '')}")
             elif event == "finish":
-                outcome = jobfile.outcome_of(doc["outcome"])
+                outcome = job_folder.outcome_of(doc["outcome"])
                 a.finished[outcome.addr] = outcome
                 a.started.add(outcome.addr)
                 if outcome.status in (Status.COMPLETED, Status.REUSED) and outcome.addr in a.job.steps:
@@ -426,7 +426,7 @@ class SlurmRun:
             return f"slurm job {a.id} lost its node {info.nodes or ''} (NODE_FAIL: the node went down)".replace("  ", " ")
         if state == "OUT_OF_MEMORY":
             return f"slurm job {a.id} ran out of memory: raise `slurm.mem` of host {a.job.host.name}"
-        if not (a.local / jobfile.EVENTS).exists():
+        if not (a.local / job_folder.EVENTS).exists():
             tail = _tail(a.local / "slurm.out")
             return (f"slurm job {a.id} {state.lower()} (exit {info.exit_code}) before specdsl started in it: is {a.folder} "
                     f"on a filesystem the node shares with {a.site.shares}?" + (f"\n{tail}" if tail else ""))
@@ -439,7 +439,7 @@ class SlurmRun:
         except HostError as exc:
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: its folder could not be brought back ({exc})")
         self._import(a)
-        clean = info.state == "COMPLETED" and (a.local / jobfile.DONE).exists()
+        clean = info.state == "COMPLETED" and (a.local / job_folder.DONE).exists()
         if clean and all(s in a.finished for s in a.job.steps):
             self._note(self._current(a), f"slurm job {a.id} ({a.job.name}): results imported")
             for outcome in a.finished.values():
@@ -509,7 +509,7 @@ class SlurmRun:
         """What the job recorded, into the walk's state: new runs (with their
         folders, and the job id), environments and step records."""
         try:
-            done = load_state(a.local / jobfile.STATE)
+            done = load_state(a.local / job_folder.STATE)
         except Exception as exc:  # a state the job left half-written is reported, not fatal
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: its state could not be read ({exc})")
             return
@@ -521,7 +521,7 @@ class SlurmRun:
         state_dir = Path(self.walk.writer.state_dir)
         for run in runs:
             if run.folder:
-                src, dest = a.local / jobfile.STATE / run.folder, state_dir / run.folder
+                src, dest = a.local / job_folder.STATE / run.folder, state_dir / run.folder
                 if src.is_dir() and not dest.exists():
                     shutil.copytree(src, dest)
                     private.tighten(dest)
@@ -552,7 +552,7 @@ def batch_script(folder: Path, python: str, package: Path, shares: str) -> str:
         f" Slurm hosts need a filesystem the compute nodes share with {shares} (slurm.workdir)\" >&2; exit 3; }}",
         f"PYTHONPATH={q(str(package))}${{PYTHONPATH:+:$PYTHONPATH}}",
         "export PYTHONPATH",
-        f"exec {q(python)} -m specdsl.apply.job {q(str(folder))}",
+        f"exec {q(python)} -m specdsl.apply.slurm.job {q(str(folder))}",
         "",
     ])
 
