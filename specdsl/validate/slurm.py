@@ -15,6 +15,7 @@ from typing import Any
 from specdsl.diag import Diagnostic, did_you_mean
 from specdsl.model import config
 from specdsl.model.values import INVALID, V, type_name
+from specdsl.validate import fields
 
 GRES_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(:[A-Za-z0-9_.-]+)?(:[0-9]+)?$")
 MEM_RE = re.compile(r"^[0-9]+[KMGT]?$")
@@ -67,12 +68,10 @@ def slurm_settings(v: V, diags: list[Diagnostic], name: str) -> Any:
 
 
 def _check(key: str, item: V, diags) -> Any:
-    from specdsl.validate import schema
-
     x = item.value
     label = f"slurm.{key}"
     if key in ("conf", "python"):
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is INVALID:
             return value
         if key == "conf" and not value.startswith("/"):
@@ -83,7 +82,7 @@ def _check(key: str, item: V, diags) -> Any:
                         'write "python3" (found on the nodes\' PATH) or the interpreter\'s full path')
         return value
     if key in ("partition", "account", "workdir"):
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is not INVALID and not value.strip():
             return _err(diags, f"`{label}` is empty", item.span, "give a name, or leave the setting out")
         if key == "workdir" and value is not INVALID and not value.startswith("/"):
@@ -91,7 +90,7 @@ def _check(key: str, item: V, diags) -> Any:
                         "the compute nodes resolve it too: write the shared folder's full path")
         return value
     if key == "gres":
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is not INVALID and not all(GRES_RE.match(part) for part in value.split(",")):
             return _err(diags, f'`slurm.gres` "{value}" is not a gres specification', item.span,
                         'write NAME[:TYPE][:COUNT], such as "gpu:8" or "gpu:h200:8"')
@@ -99,20 +98,20 @@ def _check(key: str, item: V, diags) -> Any:
     if key == "mem":
         if isinstance(x, (int, float)) and not isinstance(x, bool):
             return _err(diags, "`slurm.mem` needs a unit", item.span, f'write it as Slurm does: "{x}G" or "{x}M"')
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is not INVALID and not MEM_RE.match(value):
             return _err(diags, f'`slurm.mem` "{value}" is not a memory size', item.span, 'write "64G", "512M" or "0" (all)')
         return value
     if key == "time":
-        return schema.duration()(item, diags, label)
+        return fields.duration()(item, diags, label)
     if key == "exclusive":
-        return schema.boolean(item, diags, label)
+        return fields.boolean(item, diags, label)
     if key == "cpus":
-        return schema.integer(1)(item, diags, label)
+        return fields.integer(1)(item, diags, label)
     if key == "max_parallel":
-        return schema.integer(1)(item, diags, label)
+        return fields.integer(1)(item, diags, label)
     if key == "sbatch_args":
-        return schema.str_list(item, diags, label)
+        return fields.str_list(item, diags, label)
     raise AssertionError(key)
 
 
