@@ -7,6 +7,9 @@ compute node as this machine's kind of `LocalHost`. `apply_plan` runs it
 first (`controller.run_jobs`): the preflight of each Slurm host, then the
 jobs, each followed to its end and its records imported into the state;
 the scheduler then walks what is left (checks, promotions, local steps).
+A step that fails or is interrupted, in a job or here, skips its
+dependants by the scheduler's own rule (`scheduler.skip_dependants`), so a
+failure in a job skips what the same failure skips on this machine.
 
 - `controller`: submit, follow, cancel and import the jobs (`run_jobs`);
 - `preflight`: what only the cluster knows, asked before anything is

@@ -12,7 +12,9 @@ and Slurm's job states as they change. When a job ends, what it recorded
 (runs, their folders, environments, step records) is imported into the
 state through the walk's `StateWriter`, each run carrying its job id; the
 steps it did not finish are recorded as failed with why the job ended
-(time limit, cancelled, node failure). It returns the walk of what is
+(time limit, cancelled, node failure). A step that ended badly skips its
+dependants, the local checks and promotions among them, by the
+scheduler's rule (`scheduler.skip_dependants`). It returns the walk of what is
 left (checks, promotions, local experiments), without the steps it
 handled, so the scheduler runs only those.
 
@@ -39,6 +41,7 @@ import attrs
 from specdsl import private
 from specdsl.apply.context import Walk
 from specdsl.apply.outcome import Outcome, Reason, Status
+from specdsl.apply.scheduler import skip_dependants
 from specdsl.apply.slurm import files as slurm_files
 from specdsl.apply.slurm import folder as job_folder
 from specdsl.apply.slurm.preflight import check as preflight_check
@@ -56,7 +59,6 @@ UNRUNNABLE_S = 20.0  # a job pending for a reason no wait cures (its nodes are d
 CANCEL_WAIT_S = 60.0
 _UNRUNNABLE = ("ReqNodeNotAvail", "NodeDown", "PartitionDown", "PartitionInactive", "Nodes_required_for_job_are_DOWN",
                "PartitionNodeLimit", "PartitionConfig", "InvalidAccount", "BadConstraints")
-_BAD = (Status.FAILED, Status.SKIPPED, Status.INTERRUPTED)
 
 
 def slurm_steps(walk: Walk) -> set[str]:
@@ -101,7 +103,8 @@ class SlurmRun:
         self.client = client  # for every host (tests); else each site's own
         self.graph = walk.graph
         self.jobs = slurm_jobs(walk.graph, walk.plan)
-        self.handled: set[str] = set()
+        self.rank = {a: i for i, a in enumerate(walk.graph.order())}
+        self.handled: dict[str, Outcome] = {}  # addr -> its outcome, each step once
         self.sites: dict[str, LocalSite | SshSite] = {}
         self.staged: dict[str, slurm_files.Staged] = {}  # host -> its files' copies on the login node
 
@@ -119,27 +122,15 @@ class SlurmRun:
 
     # -- reporting --------------------------------------------------------------
     def _finish(self, outcome: Outcome) -> None:
+        """Record a step's outcome; one that ended badly skips its
+        dependants (here and on this machine) by the scheduler's rule."""
         if outcome.addr in self.handled:
             return
-        self.handled.add(outcome.addr)
+        self.handled[outcome.addr] = outcome
         with self.walk.mutex:
             self.walk.result.outcomes.append(outcome)
         self.walk.hooks.finish(outcome)
-        if outcome.status in _BAD:
-            if outcome.status is Status.INTERRUPTED:
-                self.walk.result.interrupted = True
-            self._skip_dependants(outcome)
-
-    def _skip_dependants(self, outcome: Outcome) -> None:
-        root = outcome.root or outcome.addr
-        word = {Status.FAILED: "failed", Status.INTERRUPTED: "was interrupted"}.get(outcome.status, "was skipped")
-        if outcome.status is Status.SKIPPED and outcome.reason is Reason.NOT_STARTED:
-            word = "was not started"
-        for dep in self.graph.succ.get(outcome.addr, ()):
-            step = self.graph.steps[dep]
-            if outcome.addr in step.deps and dep in self.walk.plan_addrs and dep not in self.handled:
-                self._finish(Outcome(dep, step.kind, Status.SKIPPED, Reason.UPSTREAM_FAILED, f"skipped because {root} {word}",
-                                     root=root))
+        skip_dependants(self.walk, outcome, self.handled, self._finish, self.rank)
 
     def _progress(self, addr: str, message: str) -> None:
         self.walk.hooks.progress(addr, message)
@@ -442,7 +433,9 @@ class SlurmRun:
         clean = info.state == "COMPLETED" and (a.local / job_folder.DONE).exists()
         if clean and all(s in a.finished for s in a.job.steps):
             self._note(self._current(a), f"slurm job {a.id} ({a.job.name}): results imported")
-            for outcome in a.finished.values():
+            # in graph order: a step's cause is recorded before what it skipped
+            # (the job's events name a skipped step before its failed cause)
+            for outcome in sorted(a.finished.values(), key=lambda o: self.rank.get(o.addr, 0)):
                 self._finish(outcome)
             return
         why = self._why_ended(a, info)
