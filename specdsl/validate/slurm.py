@@ -2,7 +2,8 @@
 each problem at the span of the offending key or value.
 
 What the language can check alone is checked here (names, types, the
-shape of `gres` and `mem`); what only the cluster knows (the partition
+shape of `gres` and `mem`, settings that do not go together, a server
+kept running on a Slurm host); what only the cluster knows (the partition
 exists, the account may use it, a node offers the gres) is checked by the
 preflight before anything is submitted (`apply/slurm/preflight.py`).
 """
@@ -10,9 +11,9 @@ preflight before anything is submitted (`apply/slurm/preflight.py`).
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable, Sequence
 
-from specdsl.diag import Diagnostic, did_you_mean
+from specdsl.diag import Diagnostic, Span, did_you_mean
 from specdsl.model import config
 from specdsl.model.values import INVALID, V, type_name
 from specdsl.validate import fields
@@ -134,12 +135,18 @@ def check_host(values: dict[str, V], names: dict, diags: list[Diagnostic]) -> bo
     return ok
 
 
-def check_experiment_on_slurm(exp: config.Experiment, diags: list[Diagnostic]) -> None:
-    """What a Slurm host cannot do: keep a server running after its job."""
-    if exp.host.slurm is None:
-        return
-    if exp.server.keep_running:
+def check_experiments_on_slurm(experiments: Sequence[config.Experiment], diags: list[Diagnostic],
+                               span_of: Callable[[config.Experiment], Span | None]) -> None:
+    """What a Slurm host cannot do: keep a server running after its job
+    (its servers end with the job). One error per experiment block (a sweep
+    of many cells gives one line), at `span_of(exp)` (its `server = ...`),
+    so `validate` and `plan` say it, not the host's preflight at apply."""
+    seen: set[str] = set()
+    for exp in experiments:
+        if exp.host.slurm is None or not exp.server.keep_running or exp.group in seen:
+            continue
+        seen.add(exp.group)
         diags.append(Diagnostic.error(
-            "`keep_running` cannot hold on a Slurm host", exp.server.span,
-            f"host {exp.host.name} runs each chain as one Slurm job and its servers end with the job: "
-            "leave out keep_running, or run this server on a host without `slurm`"))
+            "`keep_running` cannot hold on a Slurm host", span_of(exp),
+            f"server {exp.server.name} keeps running, but host {exp.host.name} runs each chain as one Slurm job "
+            "and its servers end with the job: leave out keep_running, or run this server on a host without `slurm`"))

@@ -182,25 +182,11 @@ class SlurmRun:
         self._loop(pending)
 
     def _preflight(self, host) -> list[str]:
-        from specdsl.validate.slurm import check_experiment_on_slurm
-
-        problems = []
-        diags: list = []
-        for job in self.jobs:
-            if job.host.name != host.name:
-                continue
-            for addr in job.steps:
-                if self.graph.steps[addr].kind == "launch":
-                    server = self.graph.steps[addr].payload["server"]
-                    if server.keep_running:
-                        exp = next(iter(self._experiments_of(addr)), None)
-                        if exp is not None:
-                            check_experiment_on_slurm(exp, diags)
-        for d in diags:
-            where = f"{d.span}: " if d.span is not None else ""
-            problems.append(f"{where}{d.summary}: {d.detail}")
+        """What only the cluster and the login node can say (the language's
+        checks, `keep_running` on a Slurm host among them, are validate's:
+        a spec that fails them never gets here)."""
         files = self._files(host) if host.ssh else []
-        problems += slurm_files.missing(files)
+        problems = slurm_files.missing(files)
         try:
             site = self.site(host)
             site.prepare()
@@ -233,10 +219,6 @@ class SlurmRun:
             if lead_addr is not None:
                 self._note(lead_addr, f"{f.what}: {f.text} (sha256 {digest[:12]}) {verb}: {remote} on the login node")
         return []
-
-    def _experiments_of(self, addr: str):
-        for bench in self.walk.benchmarks_of(addr):
-            yield self.graph.steps[bench].payload["experiment"]
 
     def _loop(self, pending: list[SlurmJob]) -> None:
         active: list[Active] = []
