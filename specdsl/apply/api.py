@@ -15,7 +15,7 @@ from typing import Any
 from specdsl.apply.context import Hooks, QuietHooks, Walk
 from specdsl.apply.outcome import ApplyResult
 from specdsl.apply.scheduler import Scheduler
-from specdsl.apply.slurm import run_jobs
+from specdsl.apply.slurm.controller import run_jobs
 from specdsl.apply.state_writer import StateWriter
 from specdsl.apply.steps import HANDLERS
 from specdsl.apply.steps.launch import stop_server

@@ -23,7 +23,8 @@ It knows constraints, not step kinds:
   its servers in the same order, and a sweep of S server configurations
   launches S times).
 A failed step abandons its dependants once: each is recorded as skipped,
-naming the root cause. A set stop event starts nothing new; running steps
+naming the root cause (`skip_dependants`, which the Slurm executor's walk
+of its jobs shares). A set stop event starts nothing new; running steps
 see it and end as interrupted; steps not started are recorded so.
 """
 
@@ -32,6 +33,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import queue
 import time
+from collections.abc import Callable, Container, Mapping
 from typing import Any
 
 from specdsl.apply import gpus
@@ -227,23 +229,33 @@ class Scheduler:
             self.intervals.append((now - outcome.elapsed, now))
         self._leave_session(addr)
         # a session whose opener did not get its server up ends with it
-        if outcome.status in _ENDED_BADLY:
-            if outcome.status is Status.INTERRUPTED:
-                self.walk.result.interrupted = True
-            root = outcome.root or addr
-            why = f"skipped because {root} {_ended(self.finished.get(root, outcome))}"
-            for dependant in self._dependants(addr):
-                if dependant in self.finished or dependant in self.running:
-                    continue
-                self._finish(dependant, Outcome(dependant, self.steps[dependant].kind, Status.SKIPPED, Reason.UPSTREAM_FAILED,
-                                                why, root=root))
+        skip_dependants(self.walk, outcome, self.finished, lambda o: self._finish(o.addr, o), self.rank, busy=self.running)
         with self.walk.mutex:
             self.walk.result.outcomes.append(outcome)
         self.walk.hooks.finish(outcome)
 
-    def _dependants(self, addr: str) -> list[str]:
-        out = [a for a in self.walk.graph.succ.get(addr, ()) if addr in self.steps[a].deps and a in self.walk.plan_addrs]
-        return sorted(out, key=lambda a: self.rank.get(a, 0))
+
+def skip_dependants(walk: Walk, outcome: Outcome, finished: Mapping[str, Outcome], skip: Callable[[Outcome], None],
+                    rank: Mapping[str, int], *, busy: Container[str] = ()) -> None:
+    """Failure propagation, the one rule of every walk (this scheduler's and
+    the Slurm executor's, `apply.slurm.controller`): a step that ended badly
+    (failed, skipped, interrupted) abandons its dependants in the plan once.
+    Each that has not finished (`finished`: addr -> its outcome, the one
+    that ended badly among them) and is not running (`busy`) is handed to
+    `skip`, in the order of `rank`, as skipped naming the root cause;
+    `skip` records it and calls this again for its own dependants."""
+    if outcome.status not in _ENDED_BADLY:
+        return
+    if outcome.status is Status.INTERRUPTED:
+        walk.result.interrupted = True
+    root = outcome.root or outcome.addr
+    why = f"skipped because {root} {_ended(finished.get(root, outcome))}"
+    steps = walk.graph.steps
+    dependants = [a for a in walk.graph.succ.get(outcome.addr, ()) if outcome.addr in steps[a].deps and a in walk.plan_addrs]
+    for dependant in sorted(dependants, key=lambda a: rank.get(a, 0)):
+        if dependant in finished or dependant in busy:
+            continue
+        skip(Outcome(dependant, steps[dependant].kind, Status.SKIPPED, Reason.UPSTREAM_FAILED, why, root=root))
 
 
 def _ended(outcome: Outcome) -> str:

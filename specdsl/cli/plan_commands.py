@@ -182,11 +182,11 @@ def login_node_copies(graph, plan, spec_dir: Path) -> list | None:
 def ask_login_nodes(graph, plan, copies: list) -> tuple[list, dict]:
     """`copies` with what each login node says: "already there" or "will
     copy", asked in the one command apply's stage asks
-    (`slurm_files.present`); a login node that cannot be reached leaves its
+    (`apply.slurm.files.present`); a login node that cannot be reached leaves its
     copies "copied unless already there", with why (host -> why)."""
     import attrs
 
-    from specdsl.apply.slurm_files import present
+    from specdsl.apply.slurm.files import present
     from specdsl.hosts import HostError, HostRegistry
     from specdsl.plan.files import COPY, THERE
 

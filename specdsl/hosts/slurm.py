@@ -4,7 +4,7 @@
 command one quoted script through the host's connection, docs/hosts.md).
 
 Slurm is the scheduler here: specdsl submits one batch job per chain and
-follows it; what runs inside the allocation is `specdsl.apply.job` on the
+follows it; what runs inside the allocation is `specdsl.apply.slurm.job` on the
 compute node's own `LocalHost`. Every command is an argv list with a
 timeout; a command that cannot run or times out is a `SlurmError` naming
 it. The cluster is the one the submit host's environment names

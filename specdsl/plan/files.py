@@ -1,6 +1,6 @@
 """The files of this machine a Slurm job through a login node names (pure).
 
-What `specdsl.apply.slurm_files` copies, found the same way for `plan`:
+What `specdsl.apply.slurm.files` copies, found the same way for `plan`:
 a spec names files by paths relative to its own folder: a dataset
 (`jsonl:prompts.jsonl`, a ShareGPT `.json`), a model folder
 (`model = "./tiny-llama"`), a script in a command server's or workload's
@@ -12,7 +12,7 @@ written. Each file travels once per content, to
 `SLURM_WORKDIR/files/<sha256[:32]>-<name>/<name>` (`copy_folder`).
 
 Reads this machine's files (to hash them) and nothing else: which copies
-the login node already has is asked by apply (`slurm_files.present`);
+the login node already has is asked by apply (`apply.slurm.files.present`);
 `plan` says "copied unless already there".
 """
 
@@ -195,7 +195,7 @@ class PlannedCopy:
 
     @property
     def folder(self) -> str:
-        """The copy's folder, relative to `workdir` (what `slurm_files.present` looks for)."""
+        """The copy's folder, relative to `workdir` (what `apply.slurm.files.present` looks for)."""
         return self.copy.rsplit("/", 1)[0]
 
     def as_json(self) -> dict:

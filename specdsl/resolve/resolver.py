@@ -27,6 +27,7 @@ from specdsl.validate.asserts import check_assert
 from specdsl.validate.engine_args import check_args, check_effective, table_warning
 from specdsl.validate.gpus import check_gpus
 from specdsl.validate.promotion import check_promotion
+from specdsl.validate.slurm import check_experiments_on_slurm
 
 LOCAL_HOST = config.Host(name="local")
 TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -410,6 +411,7 @@ class _Resolver:
 
     def cross_checks(self, experiments: list[config.Experiment]) -> None:
         check_gpus(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
+        check_experiments_on_slurm(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
         by_group: dict[str, list[config.Experiment]] = {}
         for exp in experiments:
             by_group.setdefault(exp.group, []).append(exp)

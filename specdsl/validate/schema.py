@@ -8,7 +8,7 @@ object, or None when an error was reported.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import attrs
 
@@ -16,9 +16,10 @@ from specdsl.diag import Diagnostic, Span, did_you_mean
 from specdsl.facts import ENGINES
 from specdsl.model import ast, config
 from specdsl.model.placeholders import SERVER_COMMAND, WORKLOAD_COMMAND
-from specdsl.model.values import INVALID, V, type_name
-
-Check = Callable[[V, list[Diagnostic], str], Any]
+from specdsl.model.values import INVALID, V
+from specdsl.validate.fields import (Check, boolean, command_list, duration, enum, failure_limit, gpu_count_or_ids,
+                                     integer, number, scalar_map, str_list, str_map, string)
+from specdsl.validate.slurm import check_host, slurm_settings
 
 
 @attrs.frozen
@@ -26,213 +27,6 @@ class Field:
     check: Check
     required: bool = False
     doc: str = ""
-
-
-def _err(diags, summary, span, detail=""):
-    diags.append(Diagnostic.error(summary, span, detail))
-    return INVALID
-
-
-def string(v: V, diags, name) -> Any:
-    if isinstance(v.value, str):
-        return v.value
-    return _err(diags, f"`{name}` must be a string, not {type_name(v.value)}", v.span)
-
-
-def boolean(v: V, diags, name) -> Any:
-    if isinstance(v.value, bool):
-        return v.value
-    return _err(diags, f"`{name}` must be true or false, not {type_name(v.value)}", v.span)
-
-
-def integer(lo: int | None = None, hi: int | None = None) -> Check:
-    def check(v: V, diags, name):
-        x = v.value
-        if isinstance(x, float) and x.is_integer():
-            x = int(x)
-        if not isinstance(x, int) or isinstance(x, bool):
-            return _err(diags, f"`{name}` must be an integer, not {type_name(v.value)}", v.span)
-        if lo is not None and x < lo or hi is not None and x > hi:
-            bounds = f">= {lo}" if hi is None else f"between {lo} and {hi}"
-            return _err(diags, f"`{name}` must be {bounds}, not {x}", v.span)
-        return x
-
-    return check
-
-
-def number(lo: float | None = None, exclusive: bool = False) -> Check:
-    def check(v: V, diags, name):
-        x = v.value
-        if not isinstance(x, (int, float)) or isinstance(x, bool):
-            return _err(diags, f"`{name}` must be a number, not {type_name(x)}", v.span)
-        if lo is not None and (x <= lo if exclusive else x < lo):
-            return _err(diags, f"`{name}` must be {'>' if exclusive else '>='} {lo}, not {x}", v.span)
-        return x
-
-    return check
-
-
-def duration(positive: bool = True) -> Check:
-    def check(v: V, diags, name):
-        x = v.value
-        if isinstance(x, ast.Quantity) and x.unit in ast.DURATION_UNITS:
-            seconds = x.seconds()
-            if seconds < 0 or positive and seconds == 0:
-                return _err(diags, f"`{name}` must be {'positive' if positive else 'zero or more'}", v.span)
-            return float(seconds)
-        if isinstance(x, (int, float)) and not isinstance(x, bool):
-            return _err(
-                diags,
-                f"`{name}` needs a unit",
-                v.span,
-                f"write a duration with its unit, such as `{x}s` or `{x}m` (units: ms, s, m, h)",
-            )
-        return _err(diags, f"`{name}` must be a duration such as `30s` or `20m`, not {type_name(x)}", v.span)
-
-    return check
-
-
-def failure_limit(v: V, diags, name) -> Any:
-    """A count of requests (`3`) or a fraction of a run's (`1%`, `0.01`):
-    ("count", n) or ("fraction", f)."""
-    x = v.value
-    if isinstance(x, ast.Quantity) and x.unit == "%":
-        if not 0 <= x.value <= 100:
-            return _err(diags, f"`{name}` must be between 0% and 100%, not {x.value:g}%", v.span)
-        return ("fraction", x.fraction())
-    if isinstance(x, float) and 0 < x < 1:
-        return ("fraction", x)
-    if isinstance(x, float) and x.is_integer():
-        x = int(x)
-    if isinstance(x, int) and not isinstance(x, bool) and x >= 0:
-        return ("count", x)
-    return _err(diags, f"`{name}` must be a count of requests (`0`, `3`) or a fraction of them (`1%`), not "
-                f"{x if isinstance(x, (int, float)) and not isinstance(x, bool) else type_name(x)}", v.span,
-                "failed requests a run may have and still be a measurement (docs/language.md)")
-
-
-def enum(*choices: str) -> Check:
-    def check(v: V, diags, name):
-        x = v.value
-        if not isinstance(x, str):
-            return _err(diags, f"`{name}` must be a string, not {type_name(x)}", v.span)
-        if x not in choices:
-            hint = did_you_mean(x, choices) or "one of: " + ", ".join(f'"{c}"' for c in choices)
-            return _err(diags, f'Unknown {name} "{x}"', v.span, hint)
-        return x
-
-    return check
-
-
-def str_list(v: V, diags, name) -> Any:
-    if not isinstance(v.value, list):
-        return _err(diags, f"`{name}` must be a list of strings, not {type_name(v.value)}", v.span)
-    out = []
-    for item in v.value:
-        if item.value is INVALID:
-            return INVALID
-        if not isinstance(item.value, str):
-            return _err(diags, f"Items of `{name}` must be strings, not {type_name(item.value)}", item.span)
-        out.append(item.value)
-    return tuple(out)
-
-
-def command_list(allowed: tuple[str, ...]) -> Check:
-    """A `command` argv: a list of strings whose `{name}` placeholders are
-    among `allowed` (specdsl.model.placeholders). An unknown one (`{prot}`)
-    is an error at the placeholder, with did-you-mean: it would reach the
-    script as written."""
-    from specdsl.model.placeholders import found
-
-    def check(v: V, diags, name):
-        argv = str_list(v, diags, name)
-        if argv is INVALID:
-            return INVALID
-        bad = False
-        for item in v.value:
-            for key, offset in found(item.value):
-                if key in allowed:
-                    continue
-                bad = True
-                hint = did_you_mean(key, allowed) or ""
-                known = "placeholders: " + ", ".join(f"{{{a}}}" for a in allowed)
-                _err(diags, f"Unknown placeholder `{{{key}}}` in `{name}`", _inside(item, offset, len(key) + 2),
-                     f"{hint} ({known})" if hint else known)
-        return INVALID if bad else argv
-
-    return check
-
-
-def _inside(item: V, offset: int, length: int) -> Span | None:
-    """The span of `length` characters at `offset` of a string value, when
-    its literal is on one line and has no escapes (else the whole string)."""
-    s = item.span
-    if s is None or s.end_line not in (None, s.line) or s.end_col is None or s.end_col - s.col != len(item.value) + 2:
-        return s
-    return Span(s.file, s.line, s.col + 1 + offset, s.line, s.col + 1 + offset + length)
-
-
-def str_map(v: V, diags, name) -> Any:
-    """Environment variables: string values (numbers are written as text)."""
-    if not isinstance(v.value, dict):
-        return _err(diags, f"`{name}` must be a map, not {type_name(v.value)}", v.span)
-    out = {}
-    for key, item in v.value.items():
-        x = item.value
-        if x is INVALID:
-            return INVALID
-        if isinstance(x, (int, float)) and not isinstance(x, bool):
-            x = str(x)
-        if not isinstance(x, str):
-            return _err(diags, f"`{name}.{key}` must be a string, not {type_name(x)}", item.span)
-        out[key] = x
-    return config.pairs(out)
-
-
-def scalar_map(v: V, diags, name) -> Any:
-    """Engine arguments: scalars, or lists of scalars for repeated flags."""
-    if not isinstance(v.value, dict):
-        return _err(diags, f"`{name}` must be a map, not {type_name(v.value)}", v.span)
-    out = []
-    for key, item in v.value.items():
-        x = item.value
-        if x is INVALID:
-            return INVALID
-        if isinstance(x, list):
-            if any(not isinstance(i.value, (str, int, float, bool)) for i in x):
-                return _err(diags, f"`{name}.{key}` must hold strings, numbers or bools", item.span)
-            x = tuple(i.value for i in x)
-        elif isinstance(x, ast.Quantity):
-            return _err(diags, f"`{name}.{key}` cannot be {type_name(x)}", item.span, "write the number the server expects")
-        elif not isinstance(x, (str, int, float, bool)):
-            return _err(diags, f"`{name}.{key}` must be a string, number or bool, not {type_name(x)}", item.span)
-        out.append((key, x))
-    return tuple(out)  # order as written: argv order
-
-
-def gpu_count_or_ids(v: V, diags, name) -> Any:
-    """A host's GPUs: a count (`8`) or a list of distinct device ids (`[0, 2]`)."""
-    if isinstance(v.value, list):
-        ids: list[int] = []
-        for item in v.value:
-            x = item.value
-            if x is INVALID:
-                return INVALID
-            if not isinstance(x, int) or isinstance(x, bool) or x < 0:
-                what = x if isinstance(x, int) and not isinstance(x, bool) else type_name(x)
-                return _err(diags, f"Items of `{name}` must be device ids (integers >= 0), not {what}", item.span,
-                            "write the indexes `nvidia-smi` lists, such as `gpus = [0, 1]`")
-            if x in ids:
-                return _err(diags, f"GPU {x} is listed twice in `{name}`", item.span)
-            ids.append(x)
-        return tuple(ids)
-    return integer(0)(v, diags, name)
-
-
-def _slurm(v: V, diags, name) -> Any:
-    from specdsl.validate.slurm import slurm_settings
-
-    return slurm_settings(v, diags, name)
 
 
 SCHEMAS: dict[str, dict[str, Field]] = {
@@ -247,7 +41,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "gpus": Field(gpu_count_or_ids, doc="how many GPUs (`8`) or which device ids (`[0, 2]`) specdsl may use"),
         "allow_busy_gpus": Field(boolean, doc="benchmark even when another job holds memory or processes on the GPUs"),
         "workdir": Field(string),
-        "slurm": Field(_slurm, doc="run each chain as a Slurm job (docs/slurm.md)"),
+        "slurm": Field(slurm_settings, doc="run each chain as a Slurm job (docs/slurm.md)"),
     },
     "stack": {
         "python": Field(string),
@@ -325,7 +119,6 @@ def check_attrs(kind: str, values: dict[str, V], names: dict[str, Span | None], 
         else:
             out[name] = value
     if kind == "host" and "slurm" in values:
-        from specdsl.validate.slurm import check_host
 
         ok = check_host(values, names, diags) and ok
     for name, field in schema.items():

@@ -2,19 +2,21 @@
 each problem at the span of the offending key or value.
 
 What the language can check alone is checked here (names, types, the
-shape of `gres` and `mem`); what only the cluster knows (the partition
+shape of `gres` and `mem`, settings that do not go together, a server
+kept running on a Slurm host); what only the cluster knows (the partition
 exists, the account may use it, a node offers the gres) is checked by the
-preflight before anything is submitted (`apply/slurm_preflight.py`).
+preflight before anything is submitted (`apply/slurm/preflight.py`).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable, Sequence
 
-from specdsl.diag import Diagnostic, did_you_mean
+from specdsl.diag import Diagnostic, Span, did_you_mean
 from specdsl.model import config
 from specdsl.model.values import INVALID, V, type_name
+from specdsl.validate import fields
 
 GRES_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(:[A-Za-z0-9_.-]+)?(:[0-9]+)?$")
 MEM_RE = re.compile(r"^[0-9]+[KMGT]?$")
@@ -67,12 +69,10 @@ def slurm_settings(v: V, diags: list[Diagnostic], name: str) -> Any:
 
 
 def _check(key: str, item: V, diags) -> Any:
-    from specdsl.validate import schema
-
     x = item.value
     label = f"slurm.{key}"
     if key in ("conf", "python"):
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is INVALID:
             return value
         if key == "conf" and not value.startswith("/"):
@@ -83,7 +83,7 @@ def _check(key: str, item: V, diags) -> Any:
                         'write "python3" (found on the nodes\' PATH) or the interpreter\'s full path')
         return value
     if key in ("partition", "account", "workdir"):
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is not INVALID and not value.strip():
             return _err(diags, f"`{label}` is empty", item.span, "give a name, or leave the setting out")
         if key == "workdir" and value is not INVALID and not value.startswith("/"):
@@ -91,7 +91,7 @@ def _check(key: str, item: V, diags) -> Any:
                         "the compute nodes resolve it too: write the shared folder's full path")
         return value
     if key == "gres":
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is not INVALID and not all(GRES_RE.match(part) for part in value.split(",")):
             return _err(diags, f'`slurm.gres` "{value}" is not a gres specification', item.span,
                         'write NAME[:TYPE][:COUNT], such as "gpu:8" or "gpu:h200:8"')
@@ -99,20 +99,20 @@ def _check(key: str, item: V, diags) -> Any:
     if key == "mem":
         if isinstance(x, (int, float)) and not isinstance(x, bool):
             return _err(diags, "`slurm.mem` needs a unit", item.span, f'write it as Slurm does: "{x}G" or "{x}M"')
-        value = schema.string(item, diags, label)
+        value = fields.string(item, diags, label)
         if value is not INVALID and not MEM_RE.match(value):
             return _err(diags, f'`slurm.mem` "{value}" is not a memory size', item.span, 'write "64G", "512M" or "0" (all)')
         return value
     if key == "time":
-        return schema.duration()(item, diags, label)
+        return fields.duration()(item, diags, label)
     if key == "exclusive":
-        return schema.boolean(item, diags, label)
+        return fields.boolean(item, diags, label)
     if key == "cpus":
-        return schema.integer(1)(item, diags, label)
+        return fields.integer(1)(item, diags, label)
     if key == "max_parallel":
-        return schema.integer(1)(item, diags, label)
+        return fields.integer(1)(item, diags, label)
     if key == "sbatch_args":
-        return schema.str_list(item, diags, label)
+        return fields.str_list(item, diags, label)
     raise AssertionError(key)
 
 
@@ -135,12 +135,18 @@ def check_host(values: dict[str, V], names: dict, diags: list[Diagnostic]) -> bo
     return ok
 
 
-def check_experiment_on_slurm(exp: config.Experiment, diags: list[Diagnostic]) -> None:
-    """What a Slurm host cannot do: keep a server running after its job."""
-    if exp.host.slurm is None:
-        return
-    if exp.server.keep_running:
+def check_experiments_on_slurm(experiments: Sequence[config.Experiment], diags: list[Diagnostic],
+                               span_of: Callable[[config.Experiment], Span | None]) -> None:
+    """What a Slurm host cannot do: keep a server running after its job
+    (its servers end with the job). One error per experiment block (a sweep
+    of many cells gives one line), at `span_of(exp)` (its `server = ...`),
+    so `validate` and `plan` say it, not the host's preflight at apply."""
+    seen: set[str] = set()
+    for exp in experiments:
+        if exp.host.slurm is None or not exp.server.keep_running or exp.group in seen:
+            continue
+        seen.add(exp.group)
         diags.append(Diagnostic.error(
-            "`keep_running` cannot hold on a Slurm host", exp.server.span,
-            f"host {exp.host.name} runs each chain as one Slurm job and its servers end with the job: "
-            "leave out keep_running, or run this server on a host without `slurm`"))
+            "`keep_running` cannot hold on a Slurm host", span_of(exp),
+            f"server {exp.server.name} keeps running, but host {exp.host.name} runs each chain as one Slurm job "
+            "and its servers end with the job: leave out keep_running, or run this server on a host without `slurm`"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from specdsl.apply import slurm_files
+from specdsl.apply.slurm import files as slurm_files
 from specdsl.cli.main import main
 from specdsl.graph.build import build_graph
 from specdsl.plan.diff import make_plan

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from specdsl.apply import job_format
-from specdsl.apply.job import DESCRIPTION, read_description
-from specdsl.apply.job_format import JobFormatError
+from specdsl.apply.slurm import job_format
+from specdsl.apply.slurm.folder import DESCRIPTION, read_description
+from specdsl.apply.slurm.job_format import JobFormatError
 from specdsl.graph.build import build_graph
 from specdsl.model import config
 from specdsl.plan.diff import make_plan
@@ -106,7 +106,7 @@ def test_the_job_runner_exits_2_with_one_line(tmp_path):
     doc = json.loads(job_format.dumps(**_job(tmp_path)))
     doc["format_version"] = 1
     folder = _write(tmp_path / "j", json.dumps(doc))
-    out = subprocess.run([sys.executable, "-m", "specdsl.apply.job", str(folder)], capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-m", "specdsl.apply.slurm.job", str(folder)], capture_output=True, text=True,
                          timeout=60, cwd=REPO)
     assert out.returncode == 2
     assert out.stderr.startswith("specdsl: ") and "job format 1" in out.stderr and "Traceback" not in out.stderr

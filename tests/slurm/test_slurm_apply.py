@@ -7,6 +7,7 @@ keeps what was recorded, and a re-apply resumes with the cells left."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import signal
 from pathlib import Path
 
 from apply_helpers import cli_env, processes_mentioning
-from slurm_helpers import job_folders, setup, wait_for
+from slurm_helpers import job_folders, setup, spec_text, wait_for
 from specdsl.state import load_state
 
 
@@ -157,3 +158,31 @@ def test_ctrl_c_cancels_the_jobs(fresh, tmp_path):
     assert proc.returncode == 130, out
     wait_for(lambda: fresh.jobs() == [], 30, "every job cancelled")
     assert processes_mentioning(str(gates)) == []
+
+
+def test_a_failure_in_a_job_skips_what_the_local_walk_skips(fresh, tmp_path):
+    """One failure propagation (`scheduler.skip_dependants`): a launch that
+    fails inside a Slurm job skips exactly the steps the same failure skips
+    on this machine, with the same words and root cause, the local check
+    of its benchmark among them."""
+    ended = {}
+    for where in ("slurm", "local"):
+        folder = tmp_path / where
+        folder.mkdir()
+        text = spec_text(folder, server_args=', "--fail-completions"')
+        text = text.replace("server.s { env = { CELL = matrix.c } }", "server.s")
+        text = text.replace("matrix   = { c = [1, 2, 3] }", 'assert "serves" { output_throughput > 0 }')
+        if where == "local":
+            text = re.sub(r"slurm = \{[^}]*\}", "", text)
+        (folder / "m.spec").write_text(text)
+        out = run(fresh, folder, "apply", "m.spec", "--yes", "--json")
+        assert out.returncode == 5, out.stdout + out.stderr
+        steps = json.loads(out.stdout)["steps"]
+        ended[where] = {s["addr"]: (s["status"], s["reason"], s["detail"], s["root"])
+                        for s in steps if s["status"] == "skipped"}
+        ended[where + " failed"] = sorted(s["addr"] for s in steps if s["status"] == "failed")
+    [launch] = ended["local failed"]
+    assert launch.startswith("launch.") and ended["slurm failed"] == [launch]
+    check = next(a for a in ended["local"] if a.startswith("check."))
+    assert ended["local"][check] == ("skipped", "upstream_failed", f"skipped because {launch} failed", launch)
+    assert ended["slurm"] == ended["local"]

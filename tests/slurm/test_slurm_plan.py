@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from specdsl.apply.slurm_preflight import node_offers
+from specdsl.apply.slurm.preflight import node_offers
 import pytest
 
 from specdsl.graph.build import build_graph

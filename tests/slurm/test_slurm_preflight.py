@@ -98,3 +98,21 @@ def test_settings_the_language_rejects(tmp_path, setting, message):
                          timeout=60, env=cli_env())
     assert out.returncode == 1
     assert f"m.spec:3:" in out.stderr and message in out.stderr, out.stderr
+
+
+def test_keep_running_on_a_slurm_host_is_refused_by_validate_and_plan(tmp_path):
+    """The language's check, not the preflight's: validate and plan refuse
+    a kept server on a Slurm host at the experiment's `server`, once for the
+    three cells, and plan prints no plan."""
+    text = spec_text(tmp_path).replace("ready_timeout = 10m\n", "ready_timeout = 10m\n  keep_running  = true\n")
+    assert "keep_running  = true" in text
+    (tmp_path / "m.spec").write_text(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if row.strip().startswith("server   = server.s"))
+    for command in ("validate", "plan"):
+        out = subprocess.run([sys.executable, "-m", "specdsl.cli.main", command, "m.spec"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=60, env=cli_env())
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert f"m.spec:{line}:" in out.stderr and "`keep_running` cannot hold on a Slurm host" in out.stderr, out.stderr
+        assert out.stderr.count("cannot hold") == 1, out.stderr
+        assert "server s keeps running, but host cluster runs each chain as one Slurm job" in out.stderr, out.stderr
+        assert "Plan for" not in out.stdout

@@ -19,8 +19,8 @@ import pytest
 
 from apply_helpers import cli_env
 from slurm_helpers import LOGIN, setup, spec_text, through_login
-from specdsl.apply.slurm_preflight import check_python
-from specdsl.apply.slurm_site import package_folder
+from specdsl.apply.slurm.preflight import check_python
+from specdsl.apply.slurm.site import package_folder
 from specdsl.hosts.slurm import SlurmClient, SlurmError, SshRunner, remote_script
 from specdsl.hosts.ssh import SshHost
 from specdsl.resolve.resolver import resolve_file
@@ -139,7 +139,7 @@ def test_the_jobs_python_is_checked_on_the_login_node(login_host, tmp_path):
 def test_a_slurm_command_missing_on_the_login_node(login_host, tmp_path, monkeypatch):
     """The login node's PATH lacks a command the preflight needs (here one
     named so that no machine has it): the error names the login node."""
-    from specdsl.apply import slurm_preflight
+    from specdsl.apply.slurm import preflight as slurm_preflight
 
     spec = tmp_path / "m.spec"
     spec.write_text(through_login(spec_text(tmp_path), _Conf(), tmp_path / "share"))
@@ -169,7 +169,7 @@ def test_the_specs_files_are_copied_once_per_content(login_host, tmp_path):
     named by relative path arrive on the login node under
     `files/<digest>/`, byte for byte; a second stage copies nothing, a
     changed file is copied anew, and the job's values name the copies."""
-    from specdsl.apply import slurm_files
+    from specdsl.apply.slurm import files as slurm_files
     from specdsl.model import config
 
     spec_dir = tmp_path / "spec"
@@ -221,7 +221,7 @@ def test_the_specs_files_are_copied_once_per_content(login_host, tmp_path):
 
 
 def test_a_file_missing_here_is_a_located_problem(tmp_path):
-    from specdsl.apply import slurm_files
+    from specdsl.apply.slurm import files as slurm_files
     from specdsl.resolve.resolver import resolve_file
 
     spec = tmp_path / "m.spec"
@@ -236,7 +236,7 @@ def test_plan_asks_the_login_node_which_copies_are_there(login, tmp_path, monkey
     """`plan` (refreshing) asks the login node, in stage's one command, which
     of the spec's files it has: a file staged before is "already there", a
     new one "will copy"; with --no-refresh it asks nothing."""
-    from specdsl.apply import slurm_files
+    from specdsl.apply.slurm import files as slurm_files
     from specdsl.cli.main import main
     from specdsl.cli.plan_commands import ask_login_nodes, login_node_copies
     from specdsl.plan.files import copy_folder, render_copies

@@ -78,7 +78,7 @@ def test_one_cell_of_transformers_serve_through_the_login_node(fresh, login, tmp
     [remote] = sorted((share / "jobs").iterdir())
     assert (remote / "job.json").is_file() and (remote / "job.sh").is_file()
     assert oct((remote / "job.json").stat().st_mode & 0o777) == "0o600"
-    assert list((share / "lib").glob("specdsl-*/specdsl/apply/job.py"))
+    assert list((share / "lib").glob("specdsl-*/specdsl/apply/slurm/job.py"))
     # ... and what it recorded came back over SSH into this state folder
     local = folder / ".specdsl" / "slurm" / "jobs" / remote.name
     assert (local / "done.json").is_file() and (local / "events.jsonl").is_file()

@@ -1,6 +1,6 @@
 """Steps on Slurm hosts: each job of `plan.slurm.slurm_jobs` is one batch
 job, submitted with `sbatch --parsable` from this machine or, for a host
-with `ssh`, on that login node (`slurm_site`), followed with
+with `ssh`, on that login node (`site`), followed with
 `scontrol`/`sacct` and its events file, cancelled with `scancel` when the
 walk stops (Ctrl-C). See docs/slurm.md.
 
@@ -12,7 +12,9 @@ and Slurm's job states as they change. When a job ends, what it recorded
 (runs, their folders, environments, step records) is imported into the
 state through the walk's `StateWriter`, each run carrying its job id; the
 steps it did not finish are recorded as failed with why the job ended
-(time limit, cancelled, node failure). It returns the walk of what is
+(time limit, cancelled, node failure). A step that ended badly skips its
+dependants, the local checks and promotions among them, by the
+scheduler's rule (`scheduler.skip_dependants`). It returns the walk of what is
 left (checks, promotions, local experiments), without the steps it
 handled, so the scheduler runs only those.
 
@@ -37,13 +39,14 @@ from pathlib import Path
 import attrs
 
 from specdsl import private
-from specdsl.apply import job as jobfile
-from specdsl.apply import slurm_files
 from specdsl.apply.context import Walk
 from specdsl.apply.outcome import Outcome, Reason, Status
-from specdsl.apply.slurm_preflight import check as preflight_check
-from specdsl.apply.slurm_preflight import check_python
-from specdsl.apply.slurm_site import LocalSite, SshSite
+from specdsl.apply.scheduler import skip_dependants
+from specdsl.apply.slurm import files as slurm_files
+from specdsl.apply.slurm import folder as job_folder
+from specdsl.apply.slurm.preflight import check as preflight_check
+from specdsl.apply.slurm.preflight import check_python
+from specdsl.apply.slurm.site import LocalSite, SshSite
 from specdsl.hosts.base import HostError
 from specdsl.hosts.slurm import JobInfo, SlurmClient, SlurmError
 from specdsl.plan.files import job_files
@@ -56,7 +59,6 @@ UNRUNNABLE_S = 20.0  # a job pending for a reason no wait cures (its nodes are d
 CANCEL_WAIT_S = 60.0
 _UNRUNNABLE = ("ReqNodeNotAvail", "NodeDown", "PartitionDown", "PartitionInactive", "Nodes_required_for_job_are_DOWN",
                "PartitionNodeLimit", "PartitionConfig", "InvalidAccount", "BadConstraints")
-_BAD = (Status.FAILED, Status.SKIPPED, Status.INTERRUPTED)
 
 
 def slurm_steps(walk: Walk) -> set[str]:
@@ -101,7 +103,8 @@ class SlurmRun:
         self.client = client  # for every host (tests); else each site's own
         self.graph = walk.graph
         self.jobs = slurm_jobs(walk.graph, walk.plan)
-        self.handled: set[str] = set()
+        self.rank = {a: i for i, a in enumerate(walk.graph.order())}
+        self.handled: dict[str, Outcome] = {}  # addr -> its outcome, each step once
         self.sites: dict[str, LocalSite | SshSite] = {}
         self.staged: dict[str, slurm_files.Staged] = {}  # host -> its files' copies on the login node
 
@@ -119,27 +122,15 @@ class SlurmRun:
 
     # -- reporting --------------------------------------------------------------
     def _finish(self, outcome: Outcome) -> None:
+        """Record a step's outcome; one that ended badly skips its
+        dependants (here and on this machine) by the scheduler's rule."""
         if outcome.addr in self.handled:
             return
-        self.handled.add(outcome.addr)
+        self.handled[outcome.addr] = outcome
         with self.walk.mutex:
             self.walk.result.outcomes.append(outcome)
         self.walk.hooks.finish(outcome)
-        if outcome.status in _BAD:
-            if outcome.status is Status.INTERRUPTED:
-                self.walk.result.interrupted = True
-            self._skip_dependants(outcome)
-
-    def _skip_dependants(self, outcome: Outcome) -> None:
-        root = outcome.root or outcome.addr
-        word = {Status.FAILED: "failed", Status.INTERRUPTED: "was interrupted"}.get(outcome.status, "was skipped")
-        if outcome.status is Status.SKIPPED and outcome.reason is Reason.NOT_STARTED:
-            word = "was not started"
-        for dep in self.graph.succ.get(outcome.addr, ()):
-            step = self.graph.steps[dep]
-            if outcome.addr in step.deps and dep in self.walk.plan_addrs and dep not in self.handled:
-                self._finish(Outcome(dep, step.kind, Status.SKIPPED, Reason.UPSTREAM_FAILED, f"skipped because {root} {word}",
-                                     root=root))
+        skip_dependants(self.walk, outcome, self.handled, self._finish, self.rank)
 
     def _progress(self, addr: str, message: str) -> None:
         self.walk.hooks.progress(addr, message)
@@ -191,25 +182,11 @@ class SlurmRun:
         self._loop(pending)
 
     def _preflight(self, host) -> list[str]:
-        from specdsl.validate.slurm import check_experiment_on_slurm
-
-        problems = []
-        diags: list = []
-        for job in self.jobs:
-            if job.host.name != host.name:
-                continue
-            for addr in job.steps:
-                if self.graph.steps[addr].kind == "launch":
-                    server = self.graph.steps[addr].payload["server"]
-                    if server.keep_running:
-                        exp = next(iter(self._experiments_of(addr)), None)
-                        if exp is not None:
-                            check_experiment_on_slurm(exp, diags)
-        for d in diags:
-            where = f"{d.span}: " if d.span is not None else ""
-            problems.append(f"{where}{d.summary}: {d.detail}")
+        """What only the cluster and the login node can say (the language's
+        checks, `keep_running` on a Slurm host among them, are validate's:
+        a spec that fails them never gets here)."""
         files = self._files(host) if host.ssh else []
-        problems += slurm_files.missing(files)
+        problems = slurm_files.missing(files)
         try:
             site = self.site(host)
             site.prepare()
@@ -242,10 +219,6 @@ class SlurmRun:
             if lead_addr is not None:
                 self._note(lead_addr, f"{f.what}: {f.text} (sha256 {digest[:12]}) {verb}: {remote} on the login node")
         return []
-
-    def _experiments_of(self, addr: str):
-        for bench in self.walk.benchmarks_of(addr):
-            yield self.graph.steps[bench].payload["experiment"]
 
     def _loop(self, pending: list[SlurmJob]) -> None:
         active: list[Active] = []
@@ -306,7 +279,7 @@ class SlurmRun:
         first = lead(self.graph, job)
         try:
             site.make_dirs(folder)
-            site.write_text(folder / jobfile.DESCRIPTION, jobfile.description_text(self._description(job, folder)))
+            site.write_text(folder / job_folder.DESCRIPTION, job_folder.description_text(self._description(job, folder)))
             script = self._script(job, folder)
         except HostError as exc:
             self.walk.hooks.start(first, self.graph.steps[first].kind)
@@ -329,7 +302,7 @@ class SlurmRun:
     def _pump(self, a: Active) -> None:
         """Forward the job's new events to the walk's hooks."""
         try:
-            data = a.site.read_from(a.folder / jobfile.EVENTS, a.events_read)
+            data = a.site.read_from(a.folder / job_folder.EVENTS, a.events_read)
         except HostError as exc:
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: cannot read its events ({exc}); asking again")
             return
@@ -348,7 +321,7 @@ class SlurmRun:
             elif event == "progress" and doc.get("addr") in self.graph.steps:
                 self._progress(doc["addr"], f"[job {a.id}] {doc.get('message', '')}")
             elif event == "finish":
-                outcome = jobfile.outcome_of(doc["outcome"])
+                outcome = job_folder.outcome_of(doc["outcome"])
                 a.finished[outcome.addr] = outcome
                 a.started.add(outcome.addr)
                 if outcome.status in (Status.COMPLETED, Status.REUSED) and outcome.addr in a.job.steps:
@@ -426,7 +399,7 @@ class SlurmRun:
             return f"slurm job {a.id} lost its node {info.nodes or ''} (NODE_FAIL: the node went down)".replace("  ", " ")
         if state == "OUT_OF_MEMORY":
             return f"slurm job {a.id} ran out of memory: raise `slurm.mem` of host {a.job.host.name}"
-        if not (a.local / jobfile.EVENTS).exists():
+        if not (a.local / job_folder.EVENTS).exists():
             tail = _tail(a.local / "slurm.out")
             return (f"slurm job {a.id} {state.lower()} (exit {info.exit_code}) before specdsl started in it: is {a.folder} "
                     f"on a filesystem the node shares with {a.site.shares}?" + (f"\n{tail}" if tail else ""))
@@ -439,10 +412,12 @@ class SlurmRun:
         except HostError as exc:
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: its folder could not be brought back ({exc})")
         self._import(a)
-        clean = info.state == "COMPLETED" and (a.local / jobfile.DONE).exists()
+        clean = info.state == "COMPLETED" and (a.local / job_folder.DONE).exists()
         if clean and all(s in a.finished for s in a.job.steps):
             self._note(self._current(a), f"slurm job {a.id} ({a.job.name}): results imported")
-            for outcome in a.finished.values():
+            # in graph order: a step's cause is recorded before what it skipped
+            # (the job's events name a skipped step before its failed cause)
+            for outcome in sorted(a.finished.values(), key=lambda o: self.rank.get(o.addr, 0)):
                 self._finish(outcome)
             return
         why = self._why_ended(a, info)
@@ -509,7 +484,7 @@ class SlurmRun:
         """What the job recorded, into the walk's state: new runs (with their
         folders, and the job id), environments and step records."""
         try:
-            done = load_state(a.local / jobfile.STATE)
+            done = load_state(a.local / job_folder.STATE)
         except Exception as exc:  # a state the job left half-written is reported, not fatal
             self._progress(lead(self.graph, a.job), f"slurm job {a.id}: its state could not be read ({exc})")
             return
@@ -521,7 +496,7 @@ class SlurmRun:
         state_dir = Path(self.walk.writer.state_dir)
         for run in runs:
             if run.folder:
-                src, dest = a.local / jobfile.STATE / run.folder, state_dir / run.folder
+                src, dest = a.local / job_folder.STATE / run.folder, state_dir / run.folder
                 if src.is_dir() and not dest.exists():
                     shutil.copytree(src, dest)
                     private.tighten(dest)
@@ -552,7 +527,7 @@ def batch_script(folder: Path, python: str, package: Path, shares: str) -> str:
         f" Slurm hosts need a filesystem the compute nodes share with {shares} (slurm.workdir)\" >&2; exit 3; }}",
         f"PYTHONPATH={q(str(package))}${{PYTHONPATH:+:$PYTHONPATH}}",
         "export PYTHONPATH",
-        f"exec {q(python)} -m specdsl.apply.job {q(str(folder))}",
+        f"exec {q(python)} -m specdsl.apply.slurm.job {q(str(folder))}",
         "",
     ])
 

@@ -113,12 +113,12 @@ def check_python(host, client: SlurmClient, python: str, package) -> list[str]:
     import this specdsl's job runner from `package` (the PYTHONPATH the
     batch script sets) with its dependencies, and be this version."""
     import specdsl
-    from specdsl.apply.job import CHECK_OK
+    from specdsl.apply.slurm.folder import CHECK_OK
 
     slurm = host.slurm
     where = _where(slurm, "python") if slurm.python else _where(slurm, "partition")
     try:
-        done = client.run_program(["env", f"PYTHONPATH={package}", python, "-m", "specdsl.apply.job", "--check"],
+        done = client.run_program(["env", f"PYTHONPATH={package}", python, "-m", "specdsl.apply.slurm.job", "--check"],
                                   timeout=120)
     except SlurmError as exc:
         return [f"{where}slurm.python: {exc}"]
