@@ -14,7 +14,7 @@ first use). This layer sits above apply (it reads results and assertions as
 the checks read them) and below cli; it prints nothing.
 """
 
-from specdsl.report.gather import NotFound, gather
+from specdsl.report.lookup import NotFound, gather
 from specdsl.report.page import render
 
 __all__ = ["NotFound", "gather", "render"]

@@ -1,10 +1,6 @@
-"""From state to what a report shows: plain records, no drawing.
-
-`gather(state, state_dir, name)` finds what `name` is (an experiment, a
-matrix experiment's cells, a track; `experiment.NAME` or `track.NAME` when
-both exist) and returns an `ExperimentView`, a `SweepView` or a
-`TrackView` (specdsl.report.collections). `NotFound` says what state holds
-instead.
+"""From state to what a report shows of one experiment: plain records, no
+drawing (specdsl.report.lookup finds what a name is; collections builds
+the views of many experiments from these).
 
 An experiment's records: its benchmark result (the latest completed run of
 its benchmark step), its runs in the order they ran with the arm of each
@@ -24,7 +20,6 @@ import attrs
 from specdsl.apply import checks
 from specdsl.apply.results import document_of, effective_of
 from specdsl.apply.validity import not_read
-from specdsl.diag import did_you_mean
 from specdsl.model.assert_shape import noise_key, shape_of
 from specdsl.report import verdicts as vlines
 from specdsl.report.differences import Difference, differences_of
@@ -35,10 +30,6 @@ from specdsl.state.promotions import verdict_detail, verdict_status
 LATENCIES = ("ttft", "itl", "e2el")
 HEADLINES = ("output_throughput", "total_token_throughput", "request_throughput", "median_ttft_ms", "median_e2el_ms")
 _SKIPPED_BECAUSE = re.compile(r"skipped because (\S+) failed")
-
-
-class NotFound(Exception):
-    """Nothing to report for the name given; the message says what state holds."""
 
 
 @attrs.frozen
@@ -169,7 +160,7 @@ class Index:
         return sorted(e for e in self.by_experiment if e)
 
 
-def _doc(run: RunRecord | None, state_dir: Path) -> dict | None:
+def doc_of(run: RunRecord | None, state_dir: Path) -> dict | None:
     return document_of(run, state_dir) if run is not None and run.folder else None
 
 
@@ -185,7 +176,7 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
     state_dir = ix.state_dir
     run = ix.result(name)
     bench_content = ix.content(f"benchmark.{name}")
-    doc = _doc(run, state_dir)
+    doc = doc_of(run, state_dir)
     paired = bool(doc and doc.get("pairs"))
     notes: list[str] = []
     if run is not None and doc is None:
@@ -254,11 +245,11 @@ def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord
             mine = ix.result(name)
             rid = ix.state.baseline_for(track, mine.id if mine is not None else None)
             r = ix.runs.get(rid) if rid else None
-            return f"track {track}", r, _doc(r, ix.state_dir)
+            return f"track {track}", r, doc_of(r, ix.state_dir)
         if isinstance(base, str):  # the baseline benchmark's identity
             r = ix.state.result(base)
             if r is not None:
-                return r.experiment, r, _doc(r, ix.state_dir)
+                return r.experiment, r, doc_of(r, ix.state_dir)
     return "", None, None
 
 
@@ -409,70 +400,3 @@ def log_tail(state_dir: Path, run: RunRecord, lines: int = TAIL_LINES) -> tuple[
     except OSError:
         return "", ""
     return str(logs[-1].relative_to(state_dir)), "\n".join(text.splitlines()[-lines:])
-
-
-def gather(state: State | None, state_dir: Path, name: str):
-    """The view of `name`: an experiment, a matrix experiment's cells or a
-    track. NotFound (with what state holds) when it names nothing there,
-    or an experiment without a result, a verdict or a failure."""
-    from specdsl.report import collections
-
-    if state is None:
-        raise NotFound(f"no state recorded in {state_dir}")
-    ix = Index(state, state_dir)
-    kind, _, bare = name.partition(".") if name.startswith(("experiment.", "track.")) else ("", "", name)
-    experiments = ix.experiments()
-    cells = [e for e in experiments if e.startswith(bare + "[")]
-    is_exp = bare in ix.by_experiment or bool(cells)
-    is_track = bare in state.tracks()
-    if kind == "track" or (not kind and is_track and not is_exp):
-        if not is_track:
-            raise NotFound(_unknown(f"track `{bare}`", bare, state.tracks(), "tracks with promotions"))
-        return collections.track_view(ix, bare)
-    if kind == "" and is_track and is_exp:
-        raise NotFound(f"`{bare}` is both an experiment and a track; name one: `experiment.{bare}` or `track.{bare}`")
-    if not is_exp:
-        arm = _arm_view(ix, bare)
-        if arm is not None:
-            return arm
-        bases = sorted({e.split("[", 1)[0] for e in experiments})
-        raise NotFound(_unknown(f"experiment or track `{bare}`", bare, bases + list(state.tracks()), "experiments and tracks recorded"))
-    if bare not in ix.by_experiment:
-        return collections.sweep_view(ix, bare, cells)
-    view = experiment_view(ix, bare)
-    if view.run is None and not view.verdicts and not view.failures:
-        arm = _arm_view(ix, bare)
-        if arm is not None:
-            return arm
-        steps = sorted({r.step for r in ix.by_experiment[bare]})
-        raise NotFound(f"No results of experiment `{bare}` recorded: its benchmark has not run "
-                       f"(recorded steps: {', '.join(steps)}); run `specdsl apply` first")
-    return view
-
-
-def _arm_view(ix: Index, name: str):
-    """The view of the comparison that measured `name` only as its baseline
-    arm (A) (a baseline with no benchmark of its own, graph `arm_only`),
-    with a note that says so; None when no paired result holds it."""
-    holder = _arm_of(ix, name)
-    if holder is None:
-        return None
-    view = experiment_view(ix, holder)
-    note = f"{name} has no benchmark of its own: it was measured as the baseline arm (A) of {holder}'s pairs, shown here"
-    return attrs.evolve(view, notes=(note, *view.notes))
-
-
-def _arm_of(ix: Index, name: str) -> str | None:
-    """The experiment whose latest paired result measured `name` as its
-    baseline arm (A), or None."""
-    for r in reversed(ix.state.runs):
-        if r.status == "completed" and r.step.startswith("benchmark.") and r.folder:
-            doc = _doc(r, ix.state_dir)
-            if doc and doc.get("pairs") and (doc.get("arms") or {}).get("A") == name:
-                return r.experiment
-    return None
-
-
-def _unknown(what: str, name: str, known, label: str) -> str:
-    hint = did_you_mean(name, known) or (f"{label}: " + ", ".join(known) if known else "nothing is recorded in this state yet")
-    return f"No {what} recorded; {hint}"

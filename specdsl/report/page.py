@@ -74,7 +74,7 @@ def _page(title: str, where: str, body: list[str]) -> str:
 
 
 def render(view, where: str, state=None, state_dir=None, cfg=None, source: dict | None = None) -> str:
-    """The page of a view from specdsl.report.gather.gather. With `state`
+    """The page of a view from specdsl.report.lookup.gather. With `state`
     and `state_dir`, an experiment's page has the diagnosis of its arms
     (`cfg`, the resolved spec, says what each declared). `source` says where
     the run comes from (`file`, its `sha256`, the benchmark `identity` the

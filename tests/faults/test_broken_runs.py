@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from faults_helpers import state_now, wait_for
-from specdsl.report.gather import gather
+from specdsl.report.lookup import gather
 
 TIMED = str(Path(__file__).resolve().parents[1] / "bench" / "timed_server.py")
 
