@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from specdsl import verdict as v  # noqa: E402
 from specdsl.model import ast, config  # noqa: E402
-from specdsl.state import RunRecord, State, StepRecord, locked, write_state  # noqa: E402
+from specdsl.state import FORMAT_VERSION, RunRecord, State, StepRecord, locked, write_state  # noqa: E402
 
 BACKENDS = ["triton", "flashinfer", "fa3", "fa4", "torch_native", "flex_attention", "cutlass_mla", "flashmla", "trtllm_mla", "trtllm_mha"]
 CONCURRENCY = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -86,15 +86,15 @@ def synthesize(state_dir: Path, side: int, seed: int = 1) -> int:
                     content = json.dumps({"assert": config.canonical(expr), "benchmark": ident, "baseline": None})
                     steps.append(StepRecord(addr, "check", cid, content))
                     if name == "backend":
-                        reason = f'pass: effective.attention_backend = "{b}", matrix.backend = "{b}"'
+                        verdict = v.Verdict(name, v.Status.PASS,
+                                            f'effective.attention_backend = "{b}", matrix.backend = "{b}"')
                     else:
                         d = v.absolute_decision([itl * 1.8 * (1 + 0.04 * rng.gauss(0, 1)) for _ in range(5)], "<=", 60.0)
-                        reason = f"{d.verdict.value}: {d.line()}"
+                        verdict = v.Verdict(name, d.verdict, d.line(), gating=True, decision=d)
                     vid = f"20260301T{t:06d}Z-c{len(runs):07x}"
                     runs.append(RunRecord(id=vid, step=addr, identity=cid, experiment=cell, status="completed",
-                                          started=_stamp(t + 41), finished=_stamp(t + 41), reason=reason,
-                                          metrics={"pass": 1.0 if reason.startswith("pass") else 0.0}))
-    state = State(format_version=1, lineage="bench-report", serial=0, runs=tuple(runs), results=results,
+                                          started=_stamp(t + 41), finished=_stamp(t + 41), verdict=verdict))
+    state = State(format_version=FORMAT_VERSION, lineage="bench-report", serial=0, runs=tuple(runs), results=results,
                   steps=tuple(sorted(steps, key=lambda s: s.addr)))
     with locked(state_dir, "bench") as lock:
         fresh = State.new()

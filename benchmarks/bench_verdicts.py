@@ -69,7 +69,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specdsl.verdict import LookSchedule, Verdict, ratio_decision, sequential_decision  # noqa: E402
+from specdsl.verdict import LookSchedule, Status, ratio_decision, sequential_decision  # noqa: E402
 from specdsl.verdict import _dist  # noqa: E402
 
 SECTION = "## Verdicts: soundness (simulation)"
@@ -97,17 +97,17 @@ def simulate(rng: np.random.Generator, applies: int, pairs: int, truth: float, c
     return arms * drift * noise * hiccup
 
 
-def fixed_rule(values: np.ndarray, k: float) -> list[Verdict]:
+def fixed_rule(values: np.ndarray, k: float) -> list[Status]:
     return [ratio_decision(p.tolist(), ">=", k).verdict for p in values]
 
 
-def adaptive_rule(values: np.ndarray, k: float, schedule: LookSchedule) -> tuple[list[Verdict], list[int]]:
+def adaptive_rule(values: np.ndarray, k: float, schedule: LookSchedule) -> tuple[list[Status], list[int]]:
     verdicts, used = [], []
     for p in values:
         pairs = p.tolist()
         for n in schedule.looks():
             d = sequential_decision(pairs[:n], ">=", k, schedule)
-            if d.verdict is not Verdict.INCONCLUSIVE:
+            if d.verdict is not Status.INCONCLUSIVE:
                 break
         verdicts.append(d.verdict)
         used.append(n)
@@ -140,7 +140,7 @@ def bootstrap_pass(rng: np.random.Generator, values: np.ndarray, k: float, reps:
     return out
 
 
-def share(verdicts, which: Verdict) -> float:
+def share(verdicts, which: Status) -> float:
     return sum(v is which for v in verdicts) / len(verdicts)
 
 
@@ -161,8 +161,8 @@ def scenario_task(task: tuple[int, int, float, bool, int, str]) -> dict:
     fixed = fixed_rule(simulate(rng, applies, nfixed, truth, cv, stressed), k)
     verdicts, used = adaptive_rule(simulate(rng, applies, SCHEDULE.max, truth, cv, stressed), k, SCHEDULE)
     naive = float(median_pass(simulate(rng, applies, nfixed, truth, cv, stressed), k).mean())
-    return {"fixed_pass": share(fixed, Verdict.PASS), "fixed_fail": share(fixed, Verdict.FAIL),
-            "adaptive_pass": share(verdicts, Verdict.PASS), "adaptive_fail": share(verdicts, Verdict.FAIL),
+    return {"fixed_pass": share(fixed, Status.PASS), "fixed_fail": share(fixed, Status.FAIL),
+            "adaptive_pass": share(verdicts, Status.PASS), "adaptive_fail": share(verdicts, Status.FAIL),
             "adaptive_pairs": statistics.fmean(used), "naive_pass": naive}
 
 
@@ -181,7 +181,7 @@ def spending_task(task: tuple[int, int, str, float, bool]) -> dict:
     p = adaptive_rule(simulate(rng, applies, 12, 1.06, cv, stressed), 1.03, sched)
     return {"spending": spending, "stressed": stressed, "cv": cv,
             "levels": [sched.alpha_at(i) for i in range(len(sched.looks()))],
-            "false_pass": share(b[0], Verdict.PASS), "power": share(p[0], Verdict.PASS),
+            "false_pass": share(b[0], Status.PASS), "power": share(p[0], Status.PASS),
             "pairs": (statistics.fmean(b[1]), statistics.fmean(p[1]))}
 
 
@@ -220,7 +220,7 @@ def bootstrap_task(task: tuple[int, int, int, bool]) -> dict:
     seed, applies, n, stressed = task
     rng = np.random.default_rng([seed, 11, n, int(stressed)])
     boot = float(bootstrap_pass(rng, simulate(rng, applies, n, 1.0, 0.02, stressed), 1.0).mean())
-    t = share(fixed_rule(simulate(rng, applies, n, 1.0, 0.02, stressed), 1.0), Verdict.PASS)
+    t = share(fixed_rule(simulate(rng, applies, n, 1.0, 0.02, stressed), 1.0), Status.PASS)
     return {"n": n, "stressed": stressed, "bootstrap": boot, "t": t}
 
 
@@ -258,7 +258,7 @@ def run(args) -> list[str]:
 
     # the vectorised rule used for the power curves is ratio_decision's
     check = simulate(np.random.default_rng(args.seed), 2000, args.fixed, 1.03, 0.02, True)
-    assert list(t_pass_vectorised(check, 1.0)) == [v is Verdict.PASS for v in fixed_rule(check, 1.0)]
+    assert list(t_pass_vectorised(check, 1.0)) == [v is Status.PASS for v in fixed_rule(check, 1.0)]
 
     se = math.sqrt(0.05 * 0.95 / args.applies)
     main_rows = [
@@ -456,7 +456,7 @@ def check_adaptive_vectorised(seed: int) -> None:
     values = simulate_chain(rng, 300, SCHEDULE.max, 1.0, LAUNCH_CV, LAUNCH_CV, 1.3)
     verdict, used = adaptive_vectorised(values, 1.0, SCHEDULE)
     expected, pairs = adaptive_rule(values, 1.0, SCHEDULE)
-    code = {Verdict.PASS: 1, Verdict.FAIL: -1, Verdict.INCONCLUSIVE: 0}
+    code = {Status.PASS: 1, Status.FAIL: -1, Status.INCONCLUSIVE: 0}
     assert [code[v] for v in expected] == verdict.tolist() and pairs == used.tolist()
 
 

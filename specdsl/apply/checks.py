@@ -23,8 +23,8 @@ import attrs
 from specdsl import stats
 from specdsl.model import ast
 from specdsl.model.metrics import DISTRIBUTIONS, SERVER_METRICS
-
-PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+from specdsl.verdict.decision import Status
+from specdsl.verdict.record import Verdict
 
 
 @attrs.frozen
@@ -43,19 +43,6 @@ class Results:
             for name, values in run.get("samples", {}).items():
                 pooled.setdefault(name, []).extend(float(v) for v in values)
         return cls(tuple(runs), {k: tuple(v) for k, v in pooled.items()}, dict(effective))
-
-
-@attrs.frozen
-class Verdict:
-    """`status`: pass, fail, inconclusive or error (data missing). `gating`:
-    decided from measurements with an interval; `evidence` its numbers
-    (estimate, low, high, level, n, threshold, op, mde, method)."""
-
-    name: str
-    status: str
-    detail: str  # the values it compared, or why it could not decide
-    gating: bool = False
-    evidence: dict | None = attrs.field(default=None, eq=False)
 
 
 class Missing(Exception):
@@ -183,8 +170,8 @@ def check(name: str, expr: ast.Expr, mine: Results | None, baseline: Results | N
     try:
         ok = evaluate(expr, mine, baseline, env or {}, shown)
     except _Missing as exc:
-        return Verdict(name, INCONCLUSIVE, str(exc))
+        return Verdict(name, Status.INCONCLUSIVE, str(exc))
     except TypeError as exc:
-        return Verdict(name, INCONCLUSIVE, f"values cannot be compared: {exc}")
+        return Verdict(name, Status.INCONCLUSIVE, f"values cannot be compared: {exc}")
     detail = ", ".join(dict.fromkeys(shown))
-    return Verdict(name, PASS if ok is True else FAIL, detail)
+    return Verdict(name, Status.PASS if ok is True else Status.FAIL, detail)

@@ -66,7 +66,7 @@ class Walk:
     result: ApplyResult = attrs.Factory(ApplyResult)
     envs: dict[str, Any] = attrs.Factory(dict)  # provision addr -> provision.EnvInfo
     handles: dict[str, Any] = attrs.Factory(dict)  # launch addr -> servers.ServerHandle (up now)
-    verdicts: dict[str, Any] = attrs.Factory(dict)  # check addr -> checks.Verdict
+    verdicts: dict[str, Any] = attrs.Factory(dict)  # check addr -> specdsl.verdict.Verdict
     # GPUs (specdsl.apply.gpus): session opener addr -> the device ids the
     # scheduler gave it; machine key -> ids that servers of earlier applies hold
     gpus: dict[str, tuple[int, ...]] = attrs.Factory(dict)

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from specdsl.apply import checks
 from specdsl.model.counts import OPS, count_shape, is_count  # noqa: F401  (is_count: for judge)
+from specdsl.verdict.decision import Status
+from specdsl.verdict.record import Verdict
 
-def decide_count(name: str, expr, runs: list[tuple[str, dict]], env: dict) -> checks.Verdict | None:
+def decide_count(name: str, expr, runs: list[tuple[str, dict]], env: dict) -> Verdict | None:
     """The exact verdict of a count assertion over `runs` ((label, per-run
     metrics) of every valid run); None when `expr` is not one."""
     found = count_shape(expr)  # specdsl.model.counts
@@ -25,19 +27,19 @@ def decide_count(name: str, expr, runs: list[tuple[str, dict]], env: dict) -> ch
     try:
         threshold = float(checks.evaluate(const, None, None, env, []))
     except (checks.Missing, TypeError, ValueError, ZeroDivisionError) as exc:
-        return checks.Verdict(name, "error", f"cannot compute: {exc}")
+        return Verdict(name, Status.ERROR, f"cannot compute: {exc}")
     if not runs:
-        return checks.Verdict(name, "error", "no valid run to read")
+        return Verdict(name, Status.ERROR, "no valid run to read")
     missing = [label for label, m in runs if metric not in m]
     if missing:
-        return checks.Verdict(name, "error", f"{metric} missing from {', '.join(missing)}")
+        return Verdict(name, Status.ERROR, f"{metric} missing from {', '.join(missing)}")
     bad = [f"{label}: {metric} = {m[metric]:g}" for label, m in runs if not OPS[op](float(m[metric]), threshold)]
     every = f"{metric} {op} {threshold:g} in every one of {len(runs)} valid run{'s' if len(runs) != 1 else ''} (a count: exact, no interval)"
     if bad:
-        return checks.Verdict(name, checks.FAIL, f"not {every}: {'; '.join(bad)}")
+        return Verdict(name, Status.FAIL, f"not {every}: {'; '.join(bad)}")
     values = sorted(float(m[metric]) for _, m in runs)
     seen = f"{values[0]:g}" if values[0] == values[-1] else f"{values[0]:g} to {values[-1]:g}"
-    return checks.Verdict(name, checks.PASS, f"{every}: {seen}")
+    return Verdict(name, Status.PASS, f"{every}: {seen}")
 
 
 def runs_of(measured) -> list[tuple[str, dict]]:

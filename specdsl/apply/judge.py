@@ -38,8 +38,12 @@ import attrs
 from specdsl.apply import checks, counts
 from specdsl.apply.checks import Results
 from specdsl.model.assert_shape import shape_of
-
 from specdsl.plan.looks import ALPHA, schedule_for
+from specdsl.verdict.decision import Status
+from specdsl.verdict.record import Verdict
+
+# beyond this many pairs, "a decision would need more than N pairs"
+MOST_PAIRS = 1000
 
 
 @attrs.frozen
@@ -96,7 +100,7 @@ def _constant(expr, env) -> float:
     return float(checks.evaluate(expr, None, None, env, []))
 
 
-def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, schedule=None) -> checks.Verdict:
+def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, schedule=None) -> Verdict:
     """The verdict of one assertion at level `alpha` (its Holm level)."""
     from specdsl import verdict as v
 
@@ -107,8 +111,8 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
     if shape.kind == "exact":
         return checks.check(name, expr, measured.mine, measured.baseline, env)
     if measured.client_bound:
-        return checks.Verdict(name, "error", f"not decided: the client may have limited the numbers ({measured.client_bound})",
-                              gating=True)
+        return Verdict(name, Status.ERROR, f"not decided: the client may have limited the numbers ({measured.client_bound})",
+                       gating=True)
     try:
         if shape.kind == "ratio":
             k = _constant(shape.k, env) if shape.k is not None else 1.0
@@ -121,14 +125,16 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                 labels = [f"pair {i + 1}" for i in range(len(pairs))]
                 flagged = _joined(v.describe_outliers([a for a, _ in pairs], "arm A (the baseline)", labels),
                                   v.describe_outliers([b for _, b in pairs], "arm B (the candidate)", labels))
-                return _verdict(name, d, gating=True, note=_joined(_needed(pairs, d, k), flagged), noise=_noise(pairs))
+                needed, beyond = _needed(pairs, d, k)
+                return _verdict(name, d, note=_joined(_needed_text(needed, beyond), flagged), noise=_noise(pairs),
+                                needed=needed, beyond=beyond)
             if measured.baseline is None:
-                return checks.Verdict(name, "error", measured.baseline_missing or "the baseline has no results", gating=True)
+                return Verdict(name, Status.ERROR, measured.baseline_missing or "the baseline has no results", gating=True)
             base = _value(shape.baseline, None, measured.baseline, env)
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
             d = v.absolute_decision(values, shape.op, base * k, alpha=alpha)
             note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
-            return _verdict(name, d, gating=True,
+            return _verdict(name, d,
                             note=_joined(f"baseline value {base:.4g} x {k:g}; {note}", v.describe_outliers(values, "the candidate's runs")))
         if shape.kind == "difference":
             return _difference(name, shape, measured, env, alpha)
@@ -139,14 +145,14 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
         else:
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
             flagged = v.describe_outliers(values, "the candidate's runs")
-        return _verdict(name, v.absolute_decision(values, shape.op, threshold, alpha=alpha), gating=True, note=flagged)
+        return _verdict(name, v.absolute_decision(values, shape.op, threshold, alpha=alpha), note=flagged)
     except checks.Missing as exc:
-        return checks.Verdict(name, "error", str(exc), gating=True)
+        return Verdict(name, Status.ERROR, str(exc), gating=True)
     except (TypeError, ValueError, ZeroDivisionError) as exc:
-        return checks.Verdict(name, "error", f"cannot compute: {exc}", gating=True)
+        return Verdict(name, Status.ERROR, f"cannot compute: {exc}", gating=True)
 
 
-def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -> checks.Verdict:
+def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -> Verdict:
     """A difference test: paired differences, or the candidate's runs
     against the baseline's value plus the offset."""
     from specdsl import verdict as v
@@ -155,14 +161,14 @@ def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -
     if measured.pairs:
         diffs = [_value(shape.candidate, b, None, env) - _value(shape.baseline, None, a, env) for a, b in measured.pairs]
         flagged = v.describe_outliers(diffs, "the pairs' differences", [f"pair {i + 1}" for i in range(len(diffs))])
-        return _verdict(name, v.absolute_decision(diffs, shape.op, d, alpha=alpha), gating=True,
+        return _verdict(name, v.absolute_decision(diffs, shape.op, d, alpha=alpha),
                         note=_joined("paired differences (candidate block - baseline block)", flagged))
     if measured.baseline is None:
-        return checks.Verdict(name, "error", measured.baseline_missing or "the baseline has no results", gating=True)
+        return Verdict(name, Status.ERROR, measured.baseline_missing or "the baseline has no results", gating=True)
     base = _value(shape.baseline, None, measured.baseline, env)
     values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
     note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
-    return _verdict(name, v.absolute_decision(values, shape.op, base + d, alpha=alpha), gating=True,
+    return _verdict(name, v.absolute_decision(values, shape.op, base + d, alpha=alpha),
                     note=_joined(f"baseline value {base:.4g} {'+' if d >= 0 else '-'} {abs(d):g}; {note}",
                                  v.describe_outliers(values, "the candidate's runs")))
 
@@ -171,21 +177,27 @@ def _joined(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
-def _needed(pairs, d, k: float) -> str:
-    """For an undecided ratio: about how many pairs a decision would need,
-    if the effect is as estimated and the noise as measured."""
+def _needed(pairs, d, k: float) -> tuple[int | None, bool]:
+    """For an undecided ratio: (about how many pairs a decision would need,
+    if the effect is as estimated and the noise as measured; whether it is
+    more than that many). (None, False): not an undecided ratio, or no
+    estimate of it."""
     from specdsl import verdict as v
 
-    if d.verdict is not v.Verdict.INCONCLUSIVE or len(pairs) < 2 or not d.estimate > 0:
-        return ""
+    if d.verdict is not Status.INCONCLUSIVE or len(pairs) < 2 or not d.estimate > 0:
+        return None, False
     try:
         sd = v.noise_of(pairs)
-        need = v.pairs_needed(sd, d.estimate / k if d.estimate != k else 1.0000001, alpha=ALPHA)
+        need = v.pairs_needed(sd, d.estimate / k if d.estimate != k else 1.0000001, alpha=ALPHA, max_pairs=MOST_PAIRS)
     except ValueError:
+        return None, False
+    return (MOST_PAIRS, True) if need is None else (need, False)
+
+
+def _needed_text(needed: int | None, beyond: bool) -> str:
+    if needed is None:
         return ""
-    if need is None:
-        return "a decision would need more than 1000 pairs at this noise and effect"
-    return f"a decision would need about {need} pairs at this noise and effect"
+    return f"a decision would need {'more than' if beyond else 'about'} {needed} pairs at this noise and effect"
 
 
 def _noise(pairs) -> float | None:
@@ -200,34 +212,35 @@ def _noise(pairs) -> float | None:
         return None
 
 
-def _verdict(name: str, d, *, gating: bool, note: str = "", noise: float | None = None) -> checks.Verdict:
+def _verdict(name: str, d, *, note: str = "", noise: float | None = None, needed: int | None = None,
+             beyond: bool = False) -> Verdict:
+    """A gating verdict with the Decision behind it (`noise`: paired ratios
+    only, the sd of their log ratios; `needed`: an undecided one's pairs to
+    a decision, `beyond`: more than that)."""
     detail = d.line() + (f"; {note}" if note else "")
-    evidence = {"estimate": d.estimate, "low": d.low, "high": d.high, "level": d.level, "n": d.n, "threshold": d.threshold,
-                "op": d.op, "mde": d.mde, "method": d.method, "verdict": d.verdict.value}
-    if noise is not None:  # paired ratios only: the sd of their log ratios
-        evidence["noise"] = noise
-    return checks.Verdict(name, d.verdict.value, detail, gating=gating, evidence=evidence)
+    return Verdict(name, d.verdict, detail, gating=True, decision=d, noise=noise, needed=needed, needed_beyond=beyond)
 
 
-def judge_experiment(exp, measured: Measured, env: dict, *, adaptive: bool = False) -> dict[str, checks.Verdict]:
+def judge_experiment(exp, measured: Measured, env: dict, *, adaptive: bool = False) -> dict[str, Verdict]:
     """Every assertion of `exp`, the gating ones corrected together (Holm)."""
     from specdsl.verdict import holm
 
     schedule = schedule_for(exp.workload, measured.looks, measured.extra) if adaptive and measured.pairs else None
     gating = [a for a in exp.asserts if shape_of(a.expr).kind != "exact" and not counts.is_count(a.expr)]
-    out: dict[str, checks.Verdict] = {}
+    out: dict[str, Verdict] = {}
     if gating:
-        found: dict[str, checks.Verdict] = {}
+        found: dict[str, Verdict] = {}
 
         def tester(a):
             def at(level):
                 found[a.name] = decide(a.name, a.expr, measured, env, alpha=level, schedule=schedule)
-                return _as_decision(found[a.name])
+                return found[a.name].decision  # None (not decided from numbers): never a PASS
             return at
 
         result = holm([tester(a) for a in gating], ALPHA, side="pass")
         for a, level in zip(gating, result.alphas):
-            verdict = decide(a.name, a.expr, measured, env, alpha=level, schedule=schedule)
+            # holm decided each last at the level its step-down ends on for it: that decision is its verdict
+            verdict = found[a.name]
             if len(gating) > 1:
                 verdict = attrs.evolve(verdict, detail=f"{verdict.detail}; Holm over {len(gating)} gating assertions: level {1 - level:.4g}")
             out[a.name] = verdict
@@ -237,17 +250,6 @@ def judge_experiment(exp, measured: Measured, env: dict, *, adaptive: bool = Fal
     return out
 
 
-def _as_decision(verdict: checks.Verdict):
-    """What Holm's step-down needs of a verdict: a Decision-like PASS test."""
-    from specdsl.verdict import Decision, Verdict
-
-    ev = verdict.evidence or {}
-    status = {"pass": Verdict.PASS, "fail": Verdict.FAIL, "inconclusive": Verdict.INCONCLUSIVE}.get(verdict.status, Verdict.ERROR)
-    return Decision(status, ev.get("estimate", float("nan")), ev.get("low", float("nan")), ev.get("high", float("nan")),
-                    ev.get("level", 0.95), ev.get("n", 0), ev.get("threshold", float("nan")), ev.get("op", ">="), ev.get("mde"),
-                    ev.get("method", ""), verdict.detail)
-
-
-def undecided(verdicts: dict[str, checks.Verdict]) -> bool:
+def undecided(verdicts: dict[str, Verdict]) -> bool:
     """Whether more pairs could decide something: a gating verdict is inconclusive."""
-    return any(v.gating and v.status == "inconclusive" for v in verdicts.values())
+    return any(v.gating and v.status is Status.INCONCLUSIVE for v in verdicts.values())

@@ -10,6 +10,8 @@ import enum
 
 import attrs
 
+from specdsl.verdict.decision import Status as VerdictStatus
+
 
 class Status(enum.Enum):
     COMPLETED = "completed"
@@ -74,7 +76,7 @@ class Outcome:
 @attrs.define
 class ApplyResult:
     outcomes: list[Outcome] = attrs.Factory(list)
-    verdicts: list = attrs.Factory(list)  # (experiment, checks.Verdict)
+    verdicts: list = attrs.Factory(list)  # (experiment, specdsl.verdict.Verdict)
     warnings: list[str] = attrs.Factory(list)
     interrupted: bool = False
     launches: int = 0
@@ -100,17 +102,15 @@ class ApplyResult:
             self.warnings.append(message)
 
     def exit_code(self) -> int:
-        from specdsl.apply.checks import FAIL, INCONCLUSIVE
-
         if self.state_failure:
             return 5  # a step failed: recording its outcome
         if self.interrupted:
             return 130
         if any(o.status is Status.FAILED for o in self.outcomes):
             return 5
-        if any(v.status == FAIL for _, v in self.verdicts):
+        if any(v.status is VerdictStatus.FAIL for _, v in self.verdicts):
             return 3
-        if any(v.status in (INCONCLUSIVE, "error") for _, v in self.verdicts):
+        if any(v.status in (VerdictStatus.INCONCLUSIVE, VerdictStatus.ERROR) for _, v in self.verdicts):
             return 4
         return 0
 

@@ -26,6 +26,7 @@ from specdsl.graph.build import server_content, stack_content
 from specdsl.state import (
     LockInfo, RunRecord, State, StateError, StepRecord, new_run_id, run_folder, state_path, utc_now, write_state,
 )
+from specdsl.verdict.record import Verdict
 
 
 class StateWriter:
@@ -142,7 +143,8 @@ class StateWriter:
 
     def run_record(self, step, run_id: str, folder: Path | None, started: str, status: str, *, reason: str = "",
                    metrics: dict[str, float] | None = None, effective: dict[str, Any] | None = None,
-                   argv: tuple[str, ...] = ()) -> RunRecord:
+                   argv: tuple[str, ...] = (), verdict: Verdict | None = None) -> RunRecord:
+        """A record of one run of `step` (`verdict`: a check's), secrets redacted."""
         if folder is not None:
             # What the step wrote there (results, effective config, logs a
             # server or script made) is the owner's only from here on,
@@ -162,6 +164,7 @@ class StateWriter:
             effective=_plain(secrets.redact_tree(effective or {})),
             reason=secrets.redact(reason),
             argv=tuple(secrets.redact_argv(argv)),
+            verdict=attrs.evolve(verdict, detail=secrets.redact(verdict.detail)) if verdict is not None else None,
         )
 
 

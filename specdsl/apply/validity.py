@@ -20,9 +20,10 @@ import attrs
 
 from specdsl import bench
 from specdsl.apply.context import StepContext, StepFailed
-from specdsl.apply import checks
 from specdsl.bench.validity import describe_invalid, excluded_pairs, invalid_runs
 from specdsl.state import new_run_id
+from specdsl.verdict.decision import Status
+from specdsl.verdict.record import Verdict
 
 
 class ServerLost(StepFailed):
@@ -132,12 +133,12 @@ def not_read(doc: dict | None) -> tuple[str, int]:
     return (f"invalid runs not read: {describe_invalid(bad)}" if bad else ""), len(doc.get("runs", ())) - len(bad)
 
 
-def annotate(verdict: checks.Verdict, note: str, valid_n: int, paired: bool) -> checks.Verdict:
+def annotate(verdict: Verdict, note: str, valid_n: int, paired: bool) -> Verdict:
     """A verdict that says what it left out; one that could not be decided
     (ERROR) because of it says that there were too few valid runs."""
     if not note:
         return verdict
-    if verdict.status == "error":
+    if verdict.status is Status.ERROR:
         unit = "pairs" if paired else "runs"
         return attrs.evolve(verdict, detail=f"too few valid {unit}: {valid_n} valid ({note}); {verdict.detail}")
     return attrs.evolve(verdict, detail=f"{verdict.detail}; {note}")

@@ -37,6 +37,18 @@ from specdsl.state import load_state
 FORMAT_VERSION = 1
 
 
+def _evidence(v) -> dict | None:
+    """The numbers behind a gating verdict (its Decision, and a paired ratio's noise), or None."""
+    d = v.decision
+    if d is None:
+        return None
+    out = {"estimate": d.estimate, "low": d.low, "high": d.high, "level": d.level, "n": d.n, "threshold": d.threshold,
+           "op": d.op, "mde": d.mde, "method": d.method, "verdict": d.verdict.value, "statistic": d.statistic, "unit": d.unit}
+    if v.noise is not None:
+        out["noise"] = v.noise
+    return {k: _num(x) for k, x in out.items()}
+
+
 def _num(x):
     if isinstance(x, float) and not math.isfinite(x):
         return None
@@ -78,8 +90,8 @@ def render_apply_json(result, plan, state_dir: Path) -> str:
         "plan": json.loads(render_json(plan)),
         "steps": [{"addr": o.addr, "kind": o.kind, "status": o.status.value, "reason": o.reason.value, "detail": o.detail,
                    "elapsed_s": round(o.elapsed, 3), "log": o.log, "root": o.root} for o in result.outcomes],
-        "verdicts": [{"experiment": exp, "assertion": v.name, "verdict": v.status, "gating": v.gating, "detail": v.detail,
-                      "evidence": {k: _num(x) for k, x in v.evidence.items()} if v.evidence else None}
+        "verdicts": [{"experiment": exp, "assertion": v.name, "verdict": v.status.value, "gating": v.gating, "detail": v.detail,
+                      "evidence": _evidence(v)}
                      for exp, v in result.verdicts],
         "benchmarks": benches,
         "invalid_runs": result.invalid_runs,

@@ -17,6 +17,7 @@ from specdsl.cli.common import EXIT_ERROR, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
 from specdsl.state import StateError, load_state, locked, state_dir_for
+from specdsl.verdict.decision import Status
 
 # 0: the smallest reproducing set, decided by every experiment it rests on;
 # 4 (as apply's INCONCLUSIVE): nothing found, the budget ended it, or the
@@ -41,10 +42,10 @@ def failed_checks(state, graph, name: str) -> tuple[list[str], list[str]]:
     failed, judged = [], []
     for addr in graph.by_experiment.get(name, {}).get("checks", ()):
         step = graph.steps[addr]
-        runs = [r for r in state.runs_of(addr) if r.identity == step.identity] if state is not None else []
+        runs = [r for r in state.runs_of(addr) if r.identity == step.identity and r.verdict is not None] if state is not None else []
         if runs:
             judged.append(addr)
-            if runs[-1].reason.startswith("fail"):
+            if runs[-1].verdict.status is Status.FAIL:
                 failed.append(addr)
     return failed, judged
 

@@ -100,8 +100,10 @@ def render_text(track: str, where: Path, entries: list[Entry], state_dir: Path) 
         lines.append("")
         lines.append(f"{p.time or '(no time)'}  run {p.run}  experiment {p.experiment}")
         label = "verdicts"
-        for name, vid, detail in entry.verdicts or (("(none recorded)", "", ""),):
-            text = f"{name}: pass" + (f" ({detail})" if detail else "") if vid else name
+        for name, vid, verdict in entry.verdicts or (("(none recorded)", "", None),):
+            status = verdict.status if verdict is not None else "pass"  # a promotion rests on passes
+            detail = verdict.detail if verdict is not None else ""
+            text = f"{name}: {status}" + (f" ({detail})" if detail else "") if vid else name
             lines.append(f"    {label:<9} {text}")
             label = ""
         if p.previous:
@@ -123,7 +125,8 @@ def render_json(track: str, where: Path, entries: list[Entry], state_dir: Path) 
             "time": p.time,
             "run": p.run,
             "experiment": p.experiment,
-            "verdicts": [{"check": name, "run": vid or None, "detail": detail} for name, vid, detail in entry.verdicts],
+            "verdicts": [{"check": name, "run": vid or None, "detail": v.detail if v is not None else ""}
+                         for name, vid, v in entry.verdicts],
             "previous": p.previous,
             "previous_experiment": entry.previous_experiment,
             "lock": shown or None,

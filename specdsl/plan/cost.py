@@ -243,16 +243,18 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     (on the results of `bench_step`)."""
     from specdsl.graph.pairs import launches
     from specdsl.plan.diff import max_runs
-    from specdsl.state.promotions import verdict_detail
 
     exp = check_step.payload["experiment"]
     workload = exp.workload
-    metrics = dict(verdict_run.metrics)
-    n = metrics.get("evidence.n")
-    noise = metrics.get("evidence.noise")
-    estimate, k = metrics.get("evidence.estimate"), metrics.get("evidence.threshold")
+    verdict = verdict_run.verdict
+    decision = verdict.decision if verdict is not None else None
+    n = decision.n if decision is not None else None
+    noise = verdict.noise if verdict is not None else None
+    estimate, k = (decision.estimate, decision.threshold) if decision is not None else (None, None)
+    if estimate is not None and not math.isfinite(estimate):
+        estimate = None
     most = max_runs(workload)
-    base = Undecided(check_step.addr, exp.name, verdict_run.id, verdict_detail(verdict_run), not_promoted,
+    base = Undecided(check_step.addr, exp.name, verdict_run.id, verdict.detail if verdict is not None else "", not_promoted,
                      pairs=int(n) if n is not None else None, noise=noise, most=most)
     paired = "paired" in bench_step.payload
     if not paired:

@@ -35,7 +35,8 @@ from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
 from specdsl.plan.looks import first_pairs, max_runs
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
-from specdsl.state.promotions import PASS, Index, verdict_status
+from specdsl.state.promotions import Index, verdict_of
+from specdsl.verdict.decision import Status as VerdictStatus
 
 _DECIDE = {"benchmark": 0, "launch": 1, "provision": 2, "preflight": 3, "check": 4, "promote": 5, "teardown": 6}
 _UPSTREAM_KEYS = {"host": "preflight", "provision": "provision", "launch": "launch", "benchmark": "benchmark"}
@@ -320,14 +321,18 @@ def make_plan(
     )
 
 
+def _status(run) -> VerdictStatus | None:
+    """The status of a verdict run's verdict; None for no run, or a run without one."""
+    verdict = verdict_of(run)
+    return verdict.status if verdict is not None else None
+
+
 def _undecided_checks(graph: Graph, addr: str, index: Index) -> list[str]:
     """The checks of benchmark `addr` whose current verdict is inconclusive."""
-    from specdsl.state.promotions import INCONCLUSIVE, verdict_status
-
     out = []
     for dep in graph.succ[addr]:
         check = graph.steps[dep]
-        if check.kind == "check" and verdict_status(index.verdict(dep, check.identity)) == INCONCLUSIVE:
+        if check.kind == "check" and _status(index.verdict(dep, check.identity)) is VerdictStatus.INCONCLUSIVE:
             out.append(dep)
     return natural_sorted(out)
 
@@ -366,13 +371,12 @@ def _undecided(graph: Graph, step, state, index: Index, bench_runs: set[str], du
     """An `Undecided` (specdsl.plan.cost) when the check's current verdict
     is INCONCLUSIVE and nothing in this plan measures it again; else None."""
     from specdsl.plan.cost import undecided_of
-    from specdsl.state.promotions import INCONCLUSIVE
 
     bench_addr = step.deps[0]
     if bench_addr in bench_runs:
         return None
     run = index.verdict(step.addr, step.identity)
-    if verdict_status(run) != INCONCLUSIVE:
+    if _status(run) is not VerdictStatus.INCONCLUSIVE:
         return None
     exp = step.payload["experiment"]
     not_promoted = ""
@@ -396,10 +400,10 @@ def _calibrated(step, state) -> float | None:
 
 def measured_noise_runs(state) -> dict:
     """Check address -> its latest verdict run that recorded the noise of its
-    pairs (`evidence.noise`, the sd of their log ratios), indexed once."""
+    pairs (its verdict's `noise`, the sd of their log ratios), indexed once."""
     out = {}
     for run in getattr(state, "runs", ()):
-        if run.step.startswith("check.") and run.status == "completed" and run.metric("evidence.noise") is not None:
+        if run.status == "completed" and run.verdict is not None and run.verdict.noise is not None:
             out[run.step] = run
     return out
 
@@ -421,8 +425,9 @@ def noise_note(step, state, spec: str, noise_runs: dict | None = None) -> str:
         noise_runs = measured_noise_runs(state)
     measured = noise_runs.get(step.addr) if sd is None else None
     if measured is not None:  # the pairs of an earlier verdict measured it: no calibration needed
-        sd = measured.metric("evidence.noise")
-        source = f"measured by the {int(measured.metric('evidence.n') or 0)} pairs of verdict run {measured.id}"
+        sd = measured.verdict.noise
+        pairs = measured.verdict.decision.n if measured.verdict.decision is not None else 0
+        source = f"measured by the {pairs} pairs of verdict run {measured.id}"
     if sd is None:
         return f"; noise of {metric} unknown: measure it with `specdsl calibrate {exp.name} {spec}`"
     from specdsl.verdict import mde_ratio
@@ -501,9 +506,10 @@ def _promote_candidacy(graph: Graph, step, state, index: Index, bench_runs: set[
     if any(v is None for v in verdicts):
         return "new", when
     for c, v in zip(checks, verdicts):
-        status = verdict_status(v)
-        if status != PASS:
-            word = {"fail": "failed", "inconclusive": "was inconclusive", "error": "could not be decided"}.get(status, "did not pass")
+        status = _status(v)
+        if status is not VerdictStatus.PASS:
+            word = {VerdictStatus.FAIL: "failed", VerdictStatus.INCONCLUSIVE: "was inconclusive",
+                    VerdictStatus.ERROR: "could not be decided"}.get(status, "did not pass")
             return "stop", f"not promoted: {c} {word} (run {v.id}); nothing changed since"
     if not index.new_to([result, *(v.id for v in verdicts)], latest):
         return "stop", f"not promoted: track {track} went to {latest.experiment} (run {latest.run}) after these verdicts"

@@ -19,7 +19,7 @@ from specdsl.names import natural_key
 from specdsl.report.gather import (
     ExperimentView, Failure, Index, experiment_view, failures_of, headline,
 )
-from specdsl.state.promotions import verdict_detail, verdict_status
+from specdsl.state.promotions import verdict_of
 
 
 @attrs.frozen
@@ -73,7 +73,8 @@ def sweep_view(ix: Index, name: str, cells: list[str]) -> SweepView:
         checks = []
         for addr in ix.checks.get(cell, ()):
             v = ix.verdict_run(addr)
-            checks.append((addr.rsplit(".", 1)[-1], verdict_status(v) or "error" if v is not None else "error"))
+            verdict = verdict_of(v)
+            checks.append((addr.rsplit(".", 1)[-1], verdict.status.value if verdict is not None else "error"))
         fails = failures_of(ix, cell)
         failures += [(cell, f) for f in fails]
         reason = fails[0].reason.splitlines()[0] if fails else ""
@@ -125,11 +126,16 @@ def track_view(ix: Index, track: str) -> TrackView:
     rows = []
     for p in promos:
         run = ix.runs.get(p.run)
-        details = tuple((name, verdict_detail(ix.runs.get(vid)) if vid in ix.runs else "")
+        details = tuple((name, _detail(ix.runs.get(vid)))
                         for name, vid in zip(p.checks, p.verdicts + ("",) * (len(p.checks) - len(p.verdicts))))
         rows.append(Promoted(p.time, p.run, p.experiment, p.previous or "", run.metric(metric) if run else None, details))
     lock, lock_path = _lock(ix.state_dir, promos[-1].lock if promos else "")
     return TrackView(track, metric, tuple(rows), lock, lock_path, latest)
+
+
+def _detail(run) -> str:
+    verdict = verdict_of(run)
+    return verdict.detail if verdict is not None else ""
 
 
 def _lock(state_dir: Path, rel: str) -> tuple[tuple[tuple[str, str], ...], str]:

@@ -25,7 +25,8 @@ from specdsl.report import verdicts as vlines
 from specdsl.report.differences import Difference, differences_of
 from specdsl.report.release import ReleaseFacts, release_facts
 from specdsl.state import RunRecord, State
-from specdsl.state.promotions import verdict_detail, verdict_status
+from specdsl.verdict.decision import Decision, Status
+from specdsl.verdict.record import Verdict
 
 LATENCIES = ("ttft", "itl", "e2el")
 HEADLINES = ("output_throughput", "total_token_throughput", "request_throughput", "median_ttft_ms", "median_e2el_ms")
@@ -47,16 +48,32 @@ class PairValue:
 
 
 @attrs.frozen
-class Verdict:
+class CheckView:
+    """One check of an experiment as the page shows it: the verdict state
+    recorded (its status, line and, for a gating one, the Decision with
+    the estimate, interval, n and threshold) and the values it was decided
+    from, read again from the run folders."""
+
     check: str
     assertion: str  # the expression as written (canonical layout)
-    status: str  # pass, fail, inconclusive, error
-    detail: str
-    numbers: vlines.Numbers | None = None  # estimate, interval, threshold, n (gating verdicts)
+    verdict: Verdict
     points: tuple[float, ...] = ()  # per pair ratios (ratio) or per block values (absolute)
     time: str = ""
     metric: str = ""  # the per-run metric that tracks the assertion's candidate term (`p99(itl)`: p99_itl_ms)
     pairs: tuple[PairValue, ...] = ()  # a paired verdict's values, pair by pair
+
+    @property
+    def status(self) -> Status:
+        return self.verdict.status
+
+    @property
+    def detail(self) -> str:
+        return self.verdict.detail
+
+    @property
+    def decision(self) -> Decision | None:
+        """The numbers of a gating verdict, None for an exact one or one not decided."""
+        return self.verdict.decision
 
 
 @attrs.frozen
@@ -98,7 +115,7 @@ class ExperimentView:
     metric: str  # the headline metric of the runs plot
     runs: tuple[RunPoint, ...]
     arms: tuple[Arm, ...]
-    verdicts: tuple[Verdict, ...]
+    verdicts: tuple[CheckView, ...]
     differences: tuple[Difference, ...]
     failures: tuple[Failure, ...]
     notes: tuple[str, ...] = ()
@@ -150,7 +167,7 @@ class Index:
 
     def verdict_run(self, addr: str) -> RunRecord | None:
         step = self.steps.get(addr)
-        runs = [r for r in self.by_step.get(addr, ()) if r.status == "completed"]
+        runs = [r for r in self.by_step.get(addr, ()) if r.status == "completed" and r.verdict is not None]
         if step is not None:
             mine = [r for r in runs if r.identity == step.identity]
             runs = mine or runs
@@ -253,19 +270,18 @@ def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord
     return "", None, None
 
 
-def _verdict(ix: Index, addr: str, name: str, doc, run, base_run, base_doc) -> Verdict:
+def _verdict(ix: Index, addr: str, name: str, doc, run, base_run, base_doc) -> CheckView:
     check = addr[len(f"check.{name}."):] if addr.startswith(f"check.{name}.") else addr
     expr, text = vlines.assertion_of(ix.content(addr))
     vrun = ix.verdict_run(addr)
-    if vrun is None:
+    if vrun is None or vrun.verdict is None:
         last = ix.by_step.get(addr, [])
         why = last[-1].reason if last else "no verdict recorded"
-        return Verdict(check, text, "error", why or "no verdict recorded")
-    status, detail = verdict_status(vrun) or "error", verdict_detail(vrun)
-    numbers = vlines.parse_line(detail)
+        return CheckView(check, text, Verdict(check, Status.ERROR, why or "no verdict recorded"))
+    verdict = vrun.verdict
     points: tuple[float, ...] = ()
     pairs: tuple[PairValue, ...] = ()
-    if expr is not None and numbers is not None:
+    if expr is not None and verdict.decision is not None:
         try:
             points = _points(expr, doc, run, base_run, base_doc)
             pairs = _pair_values(expr, doc, run)
@@ -275,7 +291,7 @@ def _verdict(ix: Index, addr: str, name: str, doc, run, base_run, base_doc) -> V
     if expr is not None:
         shape = shape_of(expr)
         metric = (noise_key(shape.candidate) or "") if shape.kind != "exact" else ""
-    return Verdict(check, text, status, detail, numbers, points, vrun.finished or vrun.started, metric, pairs)
+    return CheckView(check, text, verdict, points, vrun.finished or vrun.started, metric, pairs)
 
 
 def _pair_values(expr, doc, run) -> tuple[PairValue, ...]:
@@ -330,7 +346,7 @@ def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
     return values if shape.kind == "absolute" else ()
 
 
-def _headline(ix: Index, verdicts: list[Verdict], run: RunRecord | None, doc) -> str:
+def _headline(ix: Index, verdicts: list[CheckView], run: RunRecord | None, doc) -> str:
     """The metric the runs plot shows: the first gating assertion's, when
     each run records it; else throughput."""
     have = set(dict(run.metrics)) if run is not None else set()

@@ -11,13 +11,13 @@ from __future__ import annotations
 import base64
 import html
 import math
-import re
 
 from specdsl import secrets
 from specdsl.report import plots, release_page as release
 from specdsl.report.collections import SweepView, TrackView
 from specdsl.report.diagnosis import diagnosis_section
 from specdsl.report.gather import LATENCIES, ExperimentView
+from specdsl.verdict.decision import RATIO, Status
 
 STYLE = """
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;margin:24px auto;max-width:1120px;color:#222;font-size:14px}
@@ -152,7 +152,7 @@ def summary_line(v: ExperimentView) -> str:
 def verdict_table(v: ExperimentView) -> str:
     rows, classes = [], []
     for x in v.verdicts:
-        n = x.numbers
+        n = x.decision
         interval = "-" if n is None else interval_text(n)
         rows.append([td(x.check), f"<td><code>{esc(x.assertion or '?')}</code></td>",
                      td(num(n.estimate) if n else "-", True), td(estimate_is(n) if n else "-"), td(interval, True),
@@ -169,23 +169,19 @@ def estimate_is(n) -> str:
     """What a verdict's estimate is, in the one vocabulary (specdsl.stats)."""
     from specdsl import stats
 
-    if n.kind == "ratio":
+    if n.statistic == RATIO:
         return f"{stats.PAIR_GEOMEAN} (candidate / baseline, {n.n} pairs)"
     return f"{stats.RUN_MEAN} ({n.n} {n.unit})"
-
-
-_LEVEL = re.compile(r"one-sided, ([0-9.]+)%")
 
 
 def interval_is(x) -> str:
     """What the interval shown is: a PASS or FAIL shows the one-sided bound
     that decided it (the other end open); an INCONCLUSIVE both one-sided
     bounds, together a two-sided interval of level 1 - 2 alpha."""
-    m = _LEVEL.search(x.detail)
-    if m is None:
+    if x.decision is None or not math.isfinite(x.decision.level):
         return "as the verdict line says"
-    level = float(m.group(1))
-    if x.status == "inconclusive":
+    level = x.decision.level * 100
+    if x.status is Status.INCONCLUSIVE:
         return (f"two-sided {num(2 * level - 100)}% confidence interval (its two ends are one-sided {num(level)}% bounds; "
                 "neither clears the threshold)")
     return f"one-sided {num(level)}% confidence bound (the end that decided; the other end is open)"
@@ -294,5 +290,5 @@ def track_body(v: TrackView, context=None, source: dict | None = None) -> list[s
 
 def interval_text(n) -> str:
     """As the verdict line writes it: open where unbounded (-inf, inf, or 0 for a ratio)."""
-    opened = math.isinf(n.low) or (n.kind == "ratio" and n.low == 0)
+    opened = math.isinf(n.low) or (n.statistic == RATIO and n.low == 0)
     return f"{'(' if opened else '['}{num(n.low)}, {num(n.high)}{')' if math.isinf(n.high) else ']'}"

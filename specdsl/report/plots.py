@@ -14,6 +14,7 @@ import io
 import math
 
 from specdsl.report.verdicts import finite
+from specdsl.verdict.decision import RATIO
 
 ARM_COLORS = {"A": "#4c72b0", "B": "#dd8452"}
 STATUS_COLORS = {"pass": "#55a868", "fail": "#c44e52", "inconclusive": "#ccb974", "error": "#8172b3"}
@@ -97,19 +98,19 @@ def ratio_plot(view) -> bytes | None:
     """Each gating verdict: the values it was decided from (a ratio per
     pair, or a value per run), its estimate and one-sided interval, and the
     threshold."""
-    rows = [v for v in view.verdicts if v.numbers is not None]
+    rows = [v for v in view.verdicts if v.decision is not None]
     if not rows:
         return None
     plt = _plt()
     fig, axes = plt.subplots(len(rows), 1, figsize=(9, 1.15 + 0.95 * len(rows)), squeeze=False)
     for ax, v in zip(axes[:, 0], rows):
-        n = v.numbers
+        n = v.decision
         color = STATUS_COLORS.get(v.status, "#333333")
         shown = [x for x in (*v.points, n.estimate, n.threshold, n.low, n.high) if finite(x)]
         lo, hi = min(shown), max(shown)
         pad = (hi - lo) * 0.15 or abs(hi) * 0.1 or 0.1
         left, right = lo - pad, hi + pad
-        if n.kind == "ratio":
+        if n.statistic == RATIO:
             left = max(left, 0.0)
         a = n.low if finite(n.low) and n.low > left else left
         b = n.high if finite(n.high) and n.high < right else right
@@ -124,8 +125,8 @@ def ratio_plot(view) -> bytes | None:
         ax.set_ylim(-0.5, 0.5)
         ax.set_yticks([])
         ax.spines["left"].set_visible(False)
-        what = "ratio candidate / baseline" if n.kind == "ratio" else "mean"
-        unit = "candidate / baseline, a pure number (1 = equal)" if n.kind == "ratio" else unit_of(v.metric or view.metric)
+        what = "ratio candidate / baseline" if n.statistic == RATIO else "mean"
+        unit = "candidate / baseline, a pure number (1 = equal)" if n.statistic == RATIO else unit_of(v.metric or view.metric)
         ax.set_xlabel(f"{what} ({unit}); diamond: estimate, bar: interval, dashed: threshold", fontsize=8)
         ax.set_title(f"{v.check}: {what} {n.op} {n.threshold:g}  ->  {v.status.upper()}  (n={n.n} {n.unit}; dots: each {n.unit[:-1]})",
                      loc="left", fontsize=9)

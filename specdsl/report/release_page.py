@@ -7,11 +7,10 @@ measured and the command that reproduces it."""
 
 from __future__ import annotations
 
-import re
 
 from specdsl.report import plots
+from specdsl.verdict.decision import RATIO, Status
 
-_NEED = re.compile(r"a decision would need (about|more than) (\d+) pairs")
 _SHOWN = 20  # resolved packages shown unfolded beyond the core and the differing ones
 _CORE = ("sglang", "vllm", "transformers", "flashinfer-python", "sgl-kernel", "triton", "deep-gemm", "nvidia-nccl-cu12")
 
@@ -27,9 +26,9 @@ def pair_tables(v) -> list[str]:
     P = _p()
     out = []
     for x in v.verdicts:
-        if not x.pairs or x.numbers is None:
+        if not x.pairs or x.decision is None:
             continue
-        ratio = x.numbers.kind == "ratio"
+        ratio = x.decision.statistic == RATIO
         unit = plots.unit_of(x.metric or v.metric)
         head = ["pair", "baseline's launch (arm A)", "candidate's launch (arm B)"]
         head += ([f"baseline ({unit})", f"candidate ({unit})", "ratio candidate / baseline"] if ratio
@@ -54,17 +53,16 @@ def decide_notes(v) -> list[str]:
     out = []
     per_pair = v.release.seconds_per_pair if v.release is not None else None
     for x in v.verdicts:
-        if x.status != "inconclusive" or x.numbers is None:
+        if x.status is not Status.INCONCLUSIVE or x.decision is None:
             continue
-        m = _NEED.search(x.detail)
-        n = x.numbers.n
-        if m is None:
+        n = x.decision.n
+        need = x.verdict.needed
+        if need is None:
             out.append(f'<p class="problem decide" data-check="{P.esc(x.check)}"><b>{P.esc(x.check)} is INCONCLUSIVE</b>: '
-                       f"its interval holds the threshold {P.esc(x.numbers.op)} {P.esc(P.num(x.numbers.threshold))} after "
-                       f"{n} {P.esc(x.numbers.unit)}; the verdict does not say how many more would decide it.</p>")
+                       f"its interval holds the threshold {P.esc(x.decision.op)} {P.esc(P.num(x.decision.threshold))} after "
+                       f"{n} {P.esc(x.decision.unit)}; the verdict does not say how many more would decide it.</p>")
             continue
-        need = int(m.group(2))
-        if m.group(1) == "more than":
+        if x.verdict.needed_beyond:
             when = f"more than {need} pairs: at this noise and effect, no affordable number of pairs decides it"
         else:
             more = max(need - n, 0)

@@ -4,8 +4,9 @@
 baselines, promotions) is read by format version and written atomically with
 a backup, under a lock file that stops two writers. See docs/state.md.
 
-This layer does I/O on the state folder only. It imports nothing from
-specdsl but `specdsl.diag` and `specdsl.names`; apply and cli import it
+This layer does I/O on the state folder only. Of specdsl it imports the
+layers below it (`specdsl.verdict`: the verdict type a check's run
+records; `diag`, `names`, `private`, `secrets`, `stats`); apply and cli import it
 (plan reads the State it is given), never the reverse.
 """
 

@@ -7,11 +7,18 @@ checks every key and type and reports all problems at once, each with its key
 path (`runs[2].metrics.output_throughput`), as one `StateError` naming the
 file; it never guesses. On disk, mappings are TOML tables, records arrays of
 tables, and `None` is an omitted key.
+
+Format 2 keeps a check's verdict as a table of its run (`[runs.verdict]`:
+status, detail, gating, noise, and `[runs.verdict.decision]`: the estimate,
+its interval, level, n, threshold, operator); format 1 kept it as prose in
+the run's `reason` (and some numbers as `evidence.*` metrics), which
+`specdsl.state.upgrade` turns into that table when a format 1 file is read.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import tomllib
 from pathlib import Path
 from typing import Any, Callable
@@ -20,12 +27,15 @@ import attrs
 import tomli_w
 
 from specdsl.diag import did_you_mean
+from specdsl.state import upgrade
 from specdsl.state.errors import StateError
 from specdsl.state.model import (
     FORMAT_VERSION, SERVER_STATUSES, STATUSES, Baseline, Environment, Promotion, RunRecord, ServerRecord, State,
     StepRecord,
     is_mapping,
 )
+from specdsl.verdict.decision import MEAN, OPS, PAIRS, RATIO, RUNS, Decision, Status
+from specdsl.verdict.record import Verdict
 
 BACKUP_SUFFIX = ".backup"
 
@@ -34,6 +44,24 @@ STR, INT, NUM, STATUS, STR_PAIRS, NUM_PAIRS, VALUE_PAIRS, STR_LIST, OPT_STR, OPT
     "a string", "an integer", "a number", "a status", "a table of strings",
     "a table of numbers", "a table", "a list of strings", "a string", "an integer", "a server status",
 )
+BOOL, VERDICT, VERDICT_STATUS, OP, STATISTIC, UNIT = (
+    "a boolean", "a verdict table", "a verdict", "an operator", "a statistic", "a unit",
+)
+# kinds whose values are one of a few words
+CHOICES: dict[str, tuple[str, ...]] = {
+    STATUS: STATUSES, SERVER_STATUS: SERVER_STATUSES, VERDICT_STATUS: tuple(s.value for s in Status),
+    OP: tuple(OPS), STATISTIC: (RATIO, MEAN), UNIT: (PAIRS, RUNS),
+}
+# [runs.verdict] and [runs.verdict.decision] (format 2); a key left out is
+# its default, those without one must be there
+VERDICT_FIELDS = {
+    "name": STR, "status": VERDICT_STATUS, "detail": STR, "gating": BOOL, "noise": NUM, "needed": OPT_INT,
+    "needed_beyond": BOOL,
+}
+DECISION_FIELDS = {
+    "statistic": STATISTIC, "unit": UNIT, "estimate": NUM, "low": NUM, "high": NUM, "level": NUM, "n": INT,
+    "threshold": NUM, "op": OP, "mde": NUM, "method": STR, "detail": STR, "p_pass": NUM, "p_fail": NUM,
+}
 
 RECORDS: dict[str, tuple[type, dict[str, str]]] = {
     "environments": (Environment, {
@@ -49,7 +77,7 @@ RECORDS: dict[str, tuple[type, dict[str, str]]] = {
         "id": STR, "step": STR, "identity": STR, "experiment": STR, "status": STATUS,
         "started": STR, "finished": STR, "folder": STR, "metrics": NUM_PAIRS,
         "effective": VALUE_PAIRS, "reason": STR, "argv": STR_LIST, "runs": OPT_INT, "job": OPT_STR,
-        "invalid": STR_LIST,
+        "invalid": STR_LIST, "verdict": VERDICT,
     }),
     "baselines": (Baseline, {"track": STR, "run": STR, "experiment": STR, "promoted": STR}),
     "steps": (StepRecord, {"addr": STR, "kind": STR, "identity": STR, "content": STR, "updated": STR}),
@@ -70,6 +98,22 @@ def _encode_value(value: Any) -> Any:
     return value
 
 
+def encode_verdict(verdict: Verdict) -> dict:
+    """The `[runs.verdict]` table of a verdict (nan and inf are TOML floats)."""
+    out: dict[str, Any] = {"name": verdict.name, "status": verdict.status.value, "detail": verdict.detail,
+                           "gating": verdict.gating}
+    if verdict.noise is not None:
+        out["noise"] = verdict.noise
+    if verdict.needed is not None:
+        out["needed"] = verdict.needed
+    if verdict.needed_beyond:
+        out["needed_beyond"] = True
+    if verdict.decision is not None:
+        d = verdict.decision
+        out["decision"] = {name: getattr(d, name) for name in DECISION_FIELDS if getattr(d, name) is not None}
+    return out
+
+
 def encode_record(record: Any) -> dict:
     out: dict[str, Any] = {}
     for field in attrs.fields(type(record)):
@@ -78,6 +122,8 @@ def encode_record(record: Any) -> dict:
             continue  # TOML has no null: an omitted key reads back as None
         if field.name in ("packages", "torch", "metrics", "effective"):
             value = {k: _encode_value(v) for k, v in value}
+        elif isinstance(value, Verdict):
+            value = encode_verdict(value)
         elif isinstance(value, tuple):
             value = list(value)
         out[field.name] = value
@@ -126,15 +172,17 @@ class _Reader:
             return value if ok else self.bad(where, kind, value)
         if kind == NUM:
             ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-            return float(value) if ok else self.bad(where, kind, value)
-        if kind == STATUS:
-            if value in STATUSES:
+            if not ok:
+                return self.bad(where, kind, value)
+            return math.nan if value != value else float(value)  # one nan, so records with it compare equal
+        if kind == BOOL:
+            return value if isinstance(value, bool) else self.bad(where, kind, value)
+        if kind in CHOICES:
+            if isinstance(value, str) and value in CHOICES[kind]:
                 return value
-            return self.bad(where, "one of " + ", ".join(repr(s) for s in STATUSES), value)
-        if kind == SERVER_STATUS:
-            if value in SERVER_STATUSES:
-                return value
-            return self.bad(where, "one of " + ", ".join(repr(s) for s in SERVER_STATUSES), value)
+            return self.bad(where, "one of " + ", ".join(repr(s) for s in CHOICES[kind]), value)
+        if kind == VERDICT:
+            return self.verdict(where, value)
         if kind == STR_LIST:
             if not isinstance(value, list):
                 return self.bad(where, kind, value)
@@ -158,6 +206,36 @@ class _Reader:
         if isinstance(value, (str, int, float, bool)):
             return value
         return self.bad(where, "a string, number, boolean, array or table", value)
+
+    def table(self, where: str, fields: dict[str, str], table: dict, required: tuple[str, ...]) -> dict[str, Any]:
+        """The values of `table`'s keys, each checked against its kind in `fields`."""
+        for key in table:
+            if key not in fields:
+                hint = did_you_mean(key, fields)
+                self.problems.append((f"{where}.{key}", "unknown key" + (f"; {hint}" if hint else "")))
+        for key in required:
+            if key not in table:
+                self.problems.append((f"{where}.{key}", "missing"))
+        return {k: self.value(f"{where}.{k}", kind, table[k]) for k, kind in fields.items() if k in table}
+
+    def verdict(self, where: str, table: Any) -> Verdict | None:
+        """A check's verdict from its `[runs.verdict]` table."""
+        if not isinstance(table, dict):
+            return self.bad(where, "a table", table)
+        before = len(self.problems)
+        decision = table.get("decision")
+        kwargs = self.table(where, VERDICT_FIELDS, {k: v for k, v in table.items() if k != "decision"},
+                            ("name", "status"))
+        if decision is not None:
+            if not isinstance(decision, dict):
+                self.bad(f"{where}.decision", "a table", decision)
+            else:
+                values = self.table(f"{where}.decision", DECISION_FIELDS, decision,
+                                    tuple(k for k in DECISION_FIELDS if k not in ("mde", "p_pass", "p_fail")))
+                if len(self.problems) == before:
+                    values.setdefault("mde", None)  # left out: not computed (n < 2), or not recorded (format 1)
+                    kwargs["decision"] = Decision(verdict=Status(kwargs["status"]), **values)
+        return Verdict(**kwargs) if len(self.problems) == before else None
 
     def record(self, where: str, cls: type, fields: dict[str, str], table: Any) -> Any:
         """A record of `cls` from `table`, or None when it has problems."""
@@ -186,7 +264,7 @@ class _Reader:
         return tuple(self.record(f"{name}[{i}]", cls, fields, t) for i, t in enumerate(items))
 
 
-def _read_v1(doc: dict, path: Path) -> State:
+def _read_v2(doc: dict, path: Path, version: int = 2) -> State:
     r = _Reader()
     for key in doc:
         if key not in TOP_KEYS:
@@ -202,14 +280,20 @@ def _read_v1(doc: dict, path: Path) -> State:
     results = r.value("results", STR_PAIRS, doc.get("results", {}))
     records = {name: r.records(name, doc) for name in RECORDS}
     if not r.problems:
-        state = State(format_version=1, lineage=lineage, serial=serial, results=results, **records)
+        state = State(format_version=version, lineage=lineage, serial=serial, results=results, **records)
         r.problems.extend(state.problems())
     if r.problems:
         raise _invalid(path, r.problems)
     return state
 
 
-READERS: dict[int, Callable[[dict, Path], State]] = {1: _read_v1}
+def _read_v1(doc: dict, path: Path) -> State:
+    """Format 1: its verdicts (prose in a check run's `reason`) become
+    structured first (specdsl.state.upgrade), then it reads as format 2."""
+    return _read_v2(upgrade.v1_to_v2(doc), path, version=1)
+
+
+READERS: dict[int, Callable[[dict, Path], State]] = {1: _read_v1, 2: _read_v2}
 
 
 def _restore_hint(path: Path) -> str:

@@ -16,6 +16,7 @@ Addresses: `environment.<identity>`, `server.<launch addr>` (e.g.
 from __future__ import annotations
 
 import json
+import math
 
 import os
 from pathlib import Path
@@ -161,8 +162,6 @@ def _check_doc(state: State, record, doc: dict, expr_text=None) -> dict:
     """A check step as a user reads it: the assertion as written, its latest
     verdict with the evidence (the interval, n and threshold of its detail,
     the run that decided it, the benchmark runs it read)."""
-    from specdsl.state.promotions import verdict_detail, verdict_status
-
     content = record.content_dict()
     out: dict[str, Any] = {"addr": record.addr, "kind": record.kind}
     if "assert" in content:
@@ -174,11 +173,12 @@ def _check_doc(state: State, record, doc: dict, expr_text=None) -> dict:
     if latest is None:
         out["verdict"] = "none recorded"
     else:
-        out["verdict"] = verdict_status(latest) or latest.status
-        detail = verdict_detail(latest) if verdict_status(latest) else latest.reason
+        verdict = latest.verdict
+        out["verdict"] = verdict.status.value if verdict is not None else latest.status
+        detail = verdict.detail if verdict is not None else latest.reason
         if detail:
             out["evidence"] = detail
-        numbers = {k[len("evidence."):]: v for k, v in latest.metrics if k.startswith("evidence.")}
+        numbers = _numbers(verdict) if verdict is not None else {}
         if numbers:
             out["numbers"] = numbers
         out["verdict_run"] = latest.id
@@ -194,6 +194,20 @@ def _check_doc(state: State, record, doc: dict, expr_text=None) -> dict:
     if record.updated:
         out["updated"] = record.updated
     return out
+
+
+def _numbers(verdict) -> dict[str, Any]:
+    """A gating verdict's numbers (its Decision's estimate, interval, level,
+    n, threshold, operator, detectable effect; a paired ratio's noise), the
+    finite ones."""
+    d = verdict.decision
+    out: dict[str, Any] = {}
+    if d is not None:
+        out = {"estimate": d.estimate, "low": d.low, "high": d.high, "level": d.level, "n": d.n, "unit": d.unit,
+               "threshold": d.threshold, "op": d.op, "mde": d.mde}
+    if verdict.noise is not None:
+        out["noise"] = verdict.noise
+    return {k: v for k, v in out.items() if v is not None and not (isinstance(v, float) and not math.isfinite(v))}
 
 
 def _from_here(state_dir: Path, recorded: str, cwd: Path) -> str:

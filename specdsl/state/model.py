@@ -21,7 +21,9 @@ from typing import Any
 
 import attrs
 
-FORMAT_VERSION = 1
+from specdsl.verdict.record import Verdict
+
+FORMAT_VERSION = 2  # 2: a check's verdict is structured (RunRecord.verdict); 1 kept it as prose in `reason`
 STATUSES = ("completed", "failed", "skipped", "interrupted")
 SERVER_STATUSES = ("starting", "ready")
 RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -136,7 +138,9 @@ class RunRecord:
     the Slurm job the run happened in (docs/slurm.md). `invalid`: the runs
     (repetitions) of a benchmark that are not measurements, `run N: why`
     (specdsl.bench.validity); None when every run is valid. They stay in the
-    run folder's result but `runs` and `metrics` leave them out."""
+    run folder's result but `runs` and `metrics` leave them out. `verdict`:
+    a check's verdict (a *verdict run*, specdsl.state.promotions), with its
+    status, text and numbers; None for every other run."""
 
     id: str
     step: str
@@ -153,6 +157,7 @@ class RunRecord:
     runs: int | None = None
     job: str | None = None  # the Slurm job it ran in (None: not through Slurm)
     invalid: tuple[str, ...] | None = attrs.field(default=None, converter=lambda v: None if v is None else tuple(v))
+    verdict: Verdict | None = None
 
     def metric(self, name: str) -> float | None:
         return dict(self.metrics).get(name)

@@ -2,10 +2,10 @@
 promotion pending?), the promote step (are these verdicts new?) and
 `specdsl history`. Pure functions of a State.
 
-A check records a *verdict run* (a completed run of its step, `reason`
-"STATUS: detail", STATUS pass, fail, inconclusive or error) only when its verdict
-is new, so the latest run of a check's address and identity is its current
-verdict. A promotion is new when some of its evidence (the benchmark result
+A check records a *verdict run* (a completed run of its step whose
+`verdict` holds the structured verdict, specdsl.verdict.Verdict) only when
+its verdict is new, so the latest run of a check's address and identity is
+its current verdict. A promotion is new when some of its evidence (the benchmark result
 and the verdict runs) was recorded after the track's latest promotion:
 verdicts that a promotion of the track already saw (whether it promoted
 them or another candidate) promote nothing again.
@@ -18,26 +18,12 @@ from typing import Iterable
 import attrs
 
 from specdsl.state.model import Promotion, RunRecord, State
-
-PASS, FAIL, INCONCLUSIVE, ERROR = "pass", "fail", "inconclusive", "error"
-VERDICTS = (PASS, FAIL, INCONCLUSIVE, ERROR)
+from specdsl.verdict.record import Verdict
 
 
-def verdict_status(run: RunRecord | None) -> str:
-    """pass, fail, inconclusive or error (data missing), read from a verdict
-    run's reason; "" when it is not one."""
-    if run is None:
-        return ""
-    head = run.reason.split(":", 1)[0].strip()
-    return head if head in VERDICTS else ""
-
-
-def verdict_detail(run: RunRecord | None) -> str:
-    """The values the verdict compared (the reason after `STATUS: `)."""
-    if run is None:
-        return ""
-    _, _, detail = run.reason.partition(":")
-    return detail.strip()
+def verdict_of(run: RunRecord | None) -> Verdict | None:
+    """The verdict a run recorded; None for no run, or a run that is not a verdict run."""
+    return run.verdict if run is not None else None
 
 
 class Index:
@@ -50,7 +36,7 @@ class Index:
         self.latest: dict[tuple[str, str], RunRecord] = {}
         for i, run in enumerate(state.runs if state is not None else ()):
             self.position[run.id] = i
-            if run.status == "completed" and run.step.startswith("check."):
+            if run.status == "completed" and run.verdict is not None:
                 self.latest[(run.step, run.identity)] = run
 
     def verdict(self, addr: str, identity: str) -> RunRecord | None:
@@ -69,8 +55,8 @@ class Index:
 
 def latest_verdict(state: State, addr: str, identity: str) -> RunRecord | None:
     """The current verdict run of one check (see `Index` for many)."""
-    return next((r for r in reversed(state.runs)
-                 if r.step == addr and r.identity == identity and r.status == "completed"), None)
+    return next((r for r in reversed(state.runs) if r.step == addr and r.identity == identity
+                 and r.status == "completed" and r.verdict is not None), None)
 
 
 @attrs.frozen
@@ -78,7 +64,7 @@ class Entry:
     """One promotion as `specdsl history` shows it, with its verdicts."""
 
     promotion: Promotion
-    verdicts: tuple[tuple[str, str, str], ...]  # (check name, verdict run id or "", detail)
+    verdicts: tuple[tuple[str, str, Verdict | None], ...]  # (check name, verdict run id or "", its verdict)
     previous_experiment: str | None
 
 
@@ -90,7 +76,7 @@ def history(state: State, track: str) -> list[Entry]:
         verdicts = []
         for i, name in enumerate(p.checks):
             vid = p.verdicts[i] if i < len(p.verdicts) else ""
-            verdicts.append((name, vid, verdict_detail(state.run(vid)) if vid else ""))
+            verdicts.append((name, vid, verdict_of(state.run(vid)) if vid else None))
         prev = before.experiment if before is not None and before.run == p.previous else None
         out.append(Entry(p, tuple(verdicts), prev))
         before = p

@@ -2,6 +2,9 @@
 PASS, FAIL, INCONCLUSIVE or ERROR, with the interval, level, sample size
 and detectable effect behind each.
 
+- `Verdict`: one assertion's verdict (its `Status`, its line, and the
+  `Decision` behind a gating one), the one type apply decides, state
+  records and plan, history and report read (verdict/record.py);
 - `ratio_decision`: `cand OP base * k` from pairs of adjacent A/B blocks
   (a one-sided paired t interval on the log ratios);
 - `absolute_decision`: `STAT OP threshold` from one value per run;
@@ -31,7 +34,7 @@ from specdsl.verdict.components import VarianceComponents, runs_per_launch, vari
 from specdsl.verdict.decision import (
     OPS,
     Decision,
-    Verdict,
+    Status,
     absolute_decision,
     mde_ratio,
     noise_of,
@@ -49,6 +52,7 @@ from specdsl.verdict.looks import (
 )
 from specdsl.verdict.outliers import describe as describe_outliers
 from specdsl.verdict.outliers import outliers
+from specdsl.verdict.record import Verdict
 
 __all__ = [
     "OPS",
@@ -57,7 +61,7 @@ __all__ = [
     "HolmResult",
     "LookSchedule",
     "VarianceComponents",
-    "Verdict",
+    "Status",
     "absolute_decision",
     "describe_outliers",
     "group_sequential_bounds",

@@ -15,7 +15,11 @@ from specdsl import stats
 from specdsl.verdict import _dist
 
 
-class Verdict(enum.Enum):
+class Status(enum.StrEnum):
+    """What an assertion's measurements say: it holds, it does not, they
+    cannot tell yet, or no verdict could be had (data missing or unusable).
+    A StrEnum: its value is the word state stores and views show."""
+
     PASS = "pass"
     FAIL = "fail"
     INCONCLUSIVE = "inconclusive"
@@ -24,6 +28,16 @@ class Verdict(enum.Enum):
 
 # op -> (the passing side: +1 above the threshold, -1 below; strict)
 OPS: dict[str, tuple[int, bool]] = {">=": (1, False), ">": (1, True), "<=": (-1, False), "<": (-1, True)}
+
+
+def nan_key(x: float | None) -> object:
+    """A number as Decisions compare it: nan equals nan (an ERROR's numbers),
+    so that a verdict read back from state equals the one written."""
+    return "nan" if isinstance(x, float) and math.isnan(x) else x
+
+
+RATIO, MEAN = "ratio", "mean"  # what a Decision's estimate is
+PAIRS, RUNS = "pairs", "runs"  # what its n counts
 
 
 @attrs.frozen
@@ -45,21 +59,27 @@ class Decision:
     PASS with 80% probability at this n, noise and level: a factor for
     ratio tests (1.021: the true ratio must be 2.1% beyond k), in the
     statistic's units for absolute tests; None when n < 2.
+
+    `statistic` says what `estimate` is: "ratio" (the geometric mean of
+    paired ratios, candidate / baseline) or "mean" (of per-run values);
+    `unit` what `n` counts: "pairs" or "runs".
     """
 
-    verdict: Verdict
-    estimate: float
-    low: float
-    high: float
-    level: float
+    verdict: Status
+    estimate: float = attrs.field(eq=nan_key)
+    low: float = attrs.field(eq=nan_key)
+    high: float = attrs.field(eq=nan_key)
+    level: float = attrs.field(eq=nan_key)
     n: int
-    threshold: float
+    threshold: float = attrs.field(eq=nan_key)
     op: str
-    mde: float | None
+    mde: float | None = attrs.field(eq=nan_key)
     method: str
     detail: str
-    p_pass: float = math.nan
-    p_fail: float = math.nan
+    p_pass: float = attrs.field(default=math.nan, eq=nan_key)
+    p_fail: float = attrs.field(default=math.nan, eq=nan_key)
+    statistic: str = MEAN
+    unit: str = RUNS
 
     @property
     def alpha(self) -> float:
@@ -68,10 +88,10 @@ class Decision:
     def line(self) -> str:
         """One line for a terminal or a log: the detail, the method and
         what this n could detect."""
-        if self.verdict is Verdict.ERROR:
+        if self.verdict is Status.ERROR:
             return f"{self.detail} ({self.method})"
         extra = ""
-        if self.mde is not None and self.verdict is Verdict.INCONCLUSIVE:
+        if self.mde is not None and self.verdict is Status.INCONCLUSIVE:
             extra = f"; detectable at this n: {_mde_text(self)}"
         return f"{self.detail} ({self.method}{extra})"
 
@@ -79,7 +99,7 @@ class Decision:
 def _mde_text(d: Decision) -> str:
     if d.mde is None:
         return "-"
-    if "paired t on log ratios" in d.method:
+    if d.statistic == RATIO:
         if math.isinf(d.mde):
             return "nothing"
         return f"{percent((d.mde - 1.0) * 100)}% beyond the threshold"
@@ -121,16 +141,17 @@ def _check_args(op: str, alpha: float) -> None:
         raise ValueError(f"alpha {alpha}: between 0 and 0.5")
 
 
-def _error(op: str, threshold: float, n: int, alpha: float, method: str, reason: str) -> Decision:
+def _error(op: str, threshold: float, n: int, alpha: float, method: str, reason: str, *, ratio: bool) -> Decision:
     nan = math.nan
-    return Decision(Verdict.ERROR, nan, nan, nan, 1.0 - alpha, n, threshold, op, None, method, reason + ": ERROR")
+    return Decision(Status.ERROR, nan, nan, nan, 1.0 - alpha, n, threshold, op, None, method, reason + ": ERROR",
+                    statistic=RATIO if ratio else MEAN, unit=PAIRS if ratio else RUNS)
 
 
 @attrs.frozen
 class _T:
     """The t analysis of one sample against a target (all on one scale)."""
 
-    verdict: Verdict
+    verdict: Status
     mean: float
     low: float  # shown bounds, after the PASS/FAIL/INCONCLUSIVE rule
     high: float
@@ -164,13 +185,13 @@ def _t_analysis(xs: Sequence[float], op: str, target: float, alpha: float, power
     inf = math.inf
     if passed:
         shown = (lo, inf) if side > 0 else (-inf, hi)
-        verdict = Verdict.PASS
+        verdict = Status.PASS
     elif failed:
         shown = (-inf, hi) if side > 0 else (lo, inf)
-        verdict = Verdict.FAIL
+        verdict = Status.FAIL
     else:
         shown = (lo, hi)
-        verdict = Verdict.INCONCLUSIVE
+        verdict = Status.INCONCLUSIVE
     mde = _dist.mde_factor(n, alpha, power) * sd if sd > 0 else 0.0
     return _T(verdict, m, shown[0], shown[1], p_pass, p_fail, mde)
 
@@ -227,20 +248,21 @@ def _ratio(pairs: Sequence[tuple[float, float]], op: str, k: float, alpha: float
     n = len(pairs)
     k = float(k)
     if not (math.isfinite(k) and k > 0):
-        return _error(op, k, n, alpha, method, f"threshold {fmt(k)}: a ratio test needs a positive factor")
+        return _error(op, k, n, alpha, method, f"threshold {fmt(k)}: a ratio test needs a positive factor", ratio=True)
     if n < 2:
-        return _error(op, k, n, alpha, method, f"not enough pairs: {n} (a paired t interval needs 2)")
+        return _error(op, k, n, alpha, method, f"not enough pairs: {n} (a paired t interval needs 2)", ratio=True)
     ds = _log_ratios(pairs)
     if isinstance(ds, str):
-        return _error(op, k, n, alpha, method, ds)
+        return _error(op, k, n, alpha, method, ds, ratio=True)
     a = _t_analysis(ds, op, math.log(k), alpha)
     est, low, high = _exp(a.mean), _exp(a.low), _exp(a.high)
     shown = _interval_text(low, high, floor=0.0)  # a ratio's lower end 0 is never reached
     detail = f"ratio {fmt(est)} {shown} {op} {fmt(k)}, n={n} pairs: {a.verdict.name}"
-    if note and a.verdict is Verdict.INCONCLUSIVE:
+    if note and a.verdict is Status.INCONCLUSIVE:
         detail += note
     return Decision(
-        a.verdict, est, low, high, 1.0 - alpha, n, k, op, _exp(a.mde), method, detail, a.p_pass, a.p_fail
+        a.verdict, est, low, high, 1.0 - alpha, n, k, op, _exp(a.mde), method, detail, a.p_pass, a.p_fail,
+        statistic=RATIO, unit=PAIRS,
     )
 
 
@@ -254,13 +276,13 @@ def absolute_decision(values: Sequence[float], op: str, threshold: float, *, alp
     n = len(values)
     threshold = float(threshold)
     if not math.isfinite(threshold):
-        return _error(op, threshold, n, alpha, method, f"threshold {fmt(threshold)} is not finite")
+        return _error(op, threshold, n, alpha, method, f"threshold {fmt(threshold)} is not finite", ratio=False)
     if n < 2:
-        return _error(op, threshold, n, alpha, method, f"not enough runs: {n} (a t interval needs 2)")
+        return _error(op, threshold, n, alpha, method, f"not enough runs: {n} (a t interval needs 2)", ratio=False)
     xs = [float(v) for v in values]
     for i, v in enumerate(xs, 1):
         if not math.isfinite(v):
-            return _error(op, threshold, n, alpha, method, f"run {i}: the value is not finite ({v})")
+            return _error(op, threshold, n, alpha, method, f"run {i}: the value is not finite ({v})", ratio=False)
     a = _t_analysis(xs, op, threshold, alpha)
     detail = f"mean {fmt(a.mean)} {_interval_text(a.low, a.high)} {op} {fmt(threshold)}, n={n} runs: {a.verdict.name}"
     return Decision(

@@ -3,7 +3,8 @@
 `holm(items, alpha)` takes, per assertion, a p-value, a `Decision` (its
 `p_pass`, or `p_fail` with side="fail") or a callable alpha -> Decision
 (`lambda a: ratio_decision(pairs, ">=", 1.03, alpha=a)`, or a
-`sequential_decision`, whose look-adjusted levels have no single p-value),
+`sequential_decision`, whose look-adjusted levels have no single p-value;
+one returning None, no decision from numbers, is never rejected),
 and returns a `HolmResult`: per assertion, in the order given, whether Holm
 rejects its null (the PASS, or with side="fail" the FAIL), `alphas[i]`,
 the level at which to re-decide it, and for callables `decisions[i]`, the
@@ -34,9 +35,9 @@ from typing import Union
 
 import attrs
 
-from specdsl.verdict.decision import Decision, Verdict
+from specdsl.verdict.decision import Decision, Status
 
-Item = Union[float, Decision, Callable[[float], Decision]]
+Item = Union[float, Decision, Callable[[float], Decision | None]]
 
 
 @attrs.frozen
@@ -74,13 +75,13 @@ def holm(items: Sequence[Item], alpha: float = 0.05, *, side: str = "pass") -> H
         raise ValueError(f"side {side!r}: 'pass' or 'fail'")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha {alpha}: between 0 and 1")
-    wanted = Verdict.PASS if side == "pass" else Verdict.FAIL
+    wanted = Status.PASS if side == "pass" else Status.FAIL
     ps: list[float] = []
     given_callables = False
     tests: list[Callable[[float], tuple[bool, Decision | None]]] = []
     for item in items:
         if isinstance(item, Decision):
-            p = math.nan if item.verdict is Verdict.ERROR else (item.p_pass if side == "pass" else item.p_fail)
+            p = math.nan if item.verdict is Status.ERROR else (item.p_pass if side == "pass" else item.p_fail)
             ps.append(p)
             tests.append(lambda level, p=p, d=item: (not math.isnan(p) and p <= level, d))
         elif callable(item):
@@ -113,5 +114,5 @@ def holm(items: Sequence[Item], alpha: float = 0.05, *, side: str = "pass") -> H
     return HolmResult(alpha, tuple(ps), tuple(adjusted), tuple(rejected), tuple(levels), tuple(decisions))
 
 
-def _decided(d: Decision, wanted: Verdict) -> tuple[bool, Decision]:
-    return d.verdict is wanted, d
+def _decided(d: Decision | None, wanted: Status) -> tuple[bool, Decision | None]:
+    return d is not None and d.verdict is wanted, d

@@ -2,9 +2,12 @@
 
 import pytest
 
-from specdsl.apply.checks import FAIL, INCONCLUSIVE, PASS, Results, check
+from specdsl.apply.checks import Results, check
 from specdsl.apply.outcome import union_length as _union_length
 from specdsl.model.build import parse
+from specdsl.verdict import Status
+
+PASS, FAIL, INCONCLUSIVE = Status.PASS, Status.FAIL, Status.INCONCLUSIVE
 
 
 def expr(text):

@@ -102,7 +102,7 @@ def test_a_promotion_happens_once_and_a_noop_apply_writes_nothing(tmp_path, env_
     [p] = state.promotions
     assert (p.track, p.experiment, p.checks) == ("t", "cand", ("faster", "answers"))
     assert [state.run(v).step for v in p.verdicts] == ["check.cand.faster", "check.cand.answers"]
-    assert all(state.run(v).reason.startswith("pass: ") for v in p.verdicts)
+    assert all(state.run(v).verdict.status == "pass" for v in p.verdicts)
     assert p.lock == "../stacks/t.lock.toml" and (tmp_path / ".specdsl" / p.lock).resolve() == lock_file(tmp_path).resolve()
     lock = lock_file(tmp_path)
     content, mtime = lock.read_bytes(), lock.stat().st_mtime_ns

@@ -160,7 +160,7 @@ experiment "cand" {
                     "run 3/6, pair 2 arm B: the command", "run 4/6, pair 2 arm A: the command",
                     "run 5/6, pair 3 arm B: the command", "run 6/6, pair 3 arm A: the command"], runs
     verdicts = {v.name: v for _, v in result.verdicts}
-    assert verdicts["faster"].status == "pass" and verdicts["faster"].evidence["n"] == 3
+    assert verdicts["faster"].status == "pass" and verdicts["faster"].decision.n == 3
     # every planned step has one outcome: the summary counts what the plan listed
     assert sorted(o.addr for o in result.outcomes) == sorted(c.addr for c in plan.changes)
     # promoted, with the argv of the candidate's server in the lock (read from state)
@@ -354,8 +354,8 @@ def test_aa_pairs_under_drift_never_pass_a_margin_they_do_not_have(tmp_path, env
     _, result, state = apply_spec(tmp_path, text, env_root)
     verdict = next(v for _, v in result.verdicts if v.name == "faster")
     assert verdict.status in ("fail", "inconclusive"), verdict.detail
-    assert verdict.evidence["low"] < 1.05 or verdict.evidence["high"] < 1.05
-    assert 0.9 < verdict.evidence["estimate"] < 1.1, verdict.detail  # drift cancelled by the ABBA order
+    assert verdict.decision.low < 1.05 or verdict.decision.high < 1.05
+    assert 0.9 < verdict.decision.estimate < 1.1, verdict.detail  # drift cancelled by the ABBA order
 
 
 def test_a_known_effect_passes_with_its_interval_and_the_json_says_so(tmp_path, env_root):
@@ -439,7 +439,7 @@ def test_an_undecided_budget_is_inconclusive_and_says_what_a_decision_needs(tmp_
     assert state.result(state.runs_of("benchmark.cand")[-1].identity).runs == 3
     # with the verdict, the numbers a later plan reads back: n and the noise of the pairs' log ratios
     (vrun,) = state.runs_of("check.cand.faster")
-    assert vrun.metric("evidence.n") == 3 and vrun.metric("evidence.noise") == verdict.evidence["noise"] > 0
+    assert vrun.verdict == verdict and vrun.verdict.decision.n == 3 and vrun.verdict.noise > 0
     # the plan after it: base has no benchmark of its own (measured as the pairs' arm A); the
     # verdict is undecided, nothing was promoted, and it says what would decide
     plan = make_plan_again(tmp_path, text, env_root)
@@ -493,7 +493,7 @@ def test_an_undecided_comparison_continues_when_max_runs_is_raised_or_more_is_as
     assert doc2["pairs"][:3] == doc1["pairs"] and all(runs2[i] == runs1[i] for i in runs1)
     assert doc2["launches"][:6] == doc1["launches"] and doc2["looks"] == doc1["looks"]
     verdict = next(v for _, v in second.verdicts if v.name == "faster")
-    assert verdict.evidence["n"] == 3 + new_pairs, verdict.detail
+    assert verdict.decision.n == 3 + new_pairs, verdict.detail
     # --more 1: one pair past max_runs, kept the same way, while undecided; a decided one goes no further
     spec = tmp_path / "walk.spec"
     graph = build_graph(resolve_file(spec).config, spec_dir=tmp_path)
@@ -548,7 +548,7 @@ def test_a_track_baseline_is_rebuilt_from_its_lock_and_measured_beside_the_candi
     assert "paired with track t rebuilt from stacks/t.lock.toml (two fresh launches a pair): 3 pairs to the first look, 6 launches, 6 runs" in reason, reason
     assert plan.change("launch.seed").action.word == "reuse"  # seed's own results are recorded: its server is not started
     [faster] = [v for _, v in second.verdicts if v.name == "faster"]
-    assert faster.status == "pass" and faster.evidence["n"] == 3 and "paired t on log ratios" in faster.detail, faster.detail
+    assert faster.status == "pass" and faster.decision.n == 3 and "paired t on log ratios" in faster.detail, faster.detail
     assert second.launches == 6  # 3 pairs, each a fresh launch of the track's arm and of up
     names = [n.split("@")[0] for n in _names(life)[before:]]
     assert [sorted(names[k:k + 2]) for k in (0, 2, 4)] == [["100", "50"]] * 3, names

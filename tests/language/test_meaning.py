@@ -153,9 +153,22 @@ def test_a_ratio_in_any_form_is_decided_with_its_interval(tmp_path, assertion):
     pairs = _pairs([100, 100, 100, 100], [90, 118, 95, 114])
     verdict = judge.judge_experiment(exp, judge.Measured(None, None, pairs=pairs), {})["a"]
     assert verdict.gating and verdict.status == "inconclusive", verdict
-    assert verdict.evidence["n"] == 4 and verdict.evidence["threshold"] == pytest.approx(1.03)
+    assert verdict.decision.n == 4 and verdict.decision.threshold == pytest.approx(1.03)
     steady = _pairs([100, 100, 100, 100], [110, 111, 110, 112])
     assert judge.judge_experiment(exp, judge.Measured(None, None, pairs=steady), {})["a"].status == "pass"
+
+
+def test_a_gating_assertion_is_decided_once_and_keeps_its_decision(tmp_path, monkeypatch):
+    """Holm re-decides an assertion only at a new level; the verdict it
+    ends on is the one kept (with the Decision behind it), not decided again."""
+    exp = _exp(tmp_path, "output_throughput >= baseline.output_throughput * 1.03")
+    calls = []
+    decide = judge.decide
+    monkeypatch.setattr(judge, "decide", lambda name, *a, **kw: calls.append(name) or decide(name, *a, **kw))
+    verdict = judge.judge_experiment(exp, judge.Measured(None, None, pairs=_pairs([100, 100, 100], [110, 111, 112])), {})["a"]
+    assert calls == ["a"]
+    assert verdict.status == "pass" and verdict.decision.verdict is verdict.status and verdict.decision.n == 3
+    assert verdict.detail.startswith(verdict.decision.detail) and verdict.noise > 0
 
 
 def test_a_difference_is_decided_on_paired_differences(tmp_path):
@@ -163,7 +176,7 @@ def test_a_difference_is_decided_on_paired_differences(tmp_path):
     clear = judge.judge_experiment(exp, judge.Measured(None, None, pairs=_pairs([100, 80, 120], [110, 91, 129])), {})["a"]
     # the arms drift together (80..120): the differences (10, 11, 9) are steady, so the interval is narrow
     assert clear.status == "pass" and clear.gating, clear
-    assert clear.evidence["threshold"] == 5 and clear.evidence["n"] == 3
+    assert clear.decision.threshold == 5 and clear.decision.n == 3
     assert "paired differences (candidate block - baseline block)" in clear.detail
     noisy = judge.judge_experiment(exp, judge.Measured(None, None, pairs=_pairs([100, 100, 100], [90, 120, 104])), {})["a"]
     assert noisy.status == "inconclusive", noisy  # mean difference 4.7, but the interval straddles 5
@@ -176,5 +189,5 @@ def test_a_difference_not_paired_uses_the_baseline_value_plus_the_offset(tmp_pat
     base = Results(({"output_throughput": 100.0},), {}, {})
     runs = tuple(Results(({"output_throughput": v},), {}, {}) for v in (110.0, 111.0, 109.0))
     verdict = judge.judge_experiment(exp, judge.Measured(None, base, candidate_runs=runs), {})["a"]
-    assert verdict.status == "pass" and verdict.evidence["threshold"] == 105
+    assert verdict.status == "pass" and verdict.decision.threshold == 105
     assert "baseline value 100 + 5" in verdict.detail and "drift between them is not controlled" in verdict.detail

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
 
@@ -17,6 +18,7 @@ from specdsl.cli.main import build_parser, main, terraform_spellings
 from specdsl.cli.views import coloured_plan
 from specdsl.state import write_state
 from specdsl.state.model import RunRecord
+from specdsl.verdict import Decision, Status, Verdict
 
 from plan_helpers import SPEC, applied_state, plan_for, resolve_text
 
@@ -31,8 +33,9 @@ def recorded(tmp_path):
     check = graph.steps["check.cand.faster"]
     state = state.with_run(RunRecord(
         id="v1", step=check.addr, identity=check.identity, experiment="cand", status="completed", started="t0", finished="t1",
-        reason="pass: ratio 1.041 [1.012, inf) >= 1.03, n=6 pairs: PASS (paired t on log ratios, one-sided, 95%)",
-        metrics={"pass": 1.0, "evidence.estimate": 1.041, "evidence.low": 1.012, "evidence.n": 6.0, "evidence.threshold": 1.03},
+        verdict=Verdict("faster", Status.PASS, "ratio 1.041 [1.012, inf) >= 1.03, n=6 pairs: PASS (paired t on log ratios, one-sided, 95%)",
+                        gating=True, decision=Decision(Status.PASS, 1.041, 1.012, math.inf, 0.95, 6, 1.03, ">=", None,
+                                                       "paired t on log ratios, one-sided, 95%", "", statistic="ratio", unit="pairs")),
     ))
     state_dir = tmp_path / "state"
     write_state(state_dir, state)
@@ -138,7 +141,7 @@ def test_state_show_of_a_check_shows_its_verdict_and_evidence(recorded, capsys):
     assert 'assertion = "output_throughput >= baseline.output_throughput * 1.03"' in out
     assert 'verdict = "pass"' in out
     assert 'evidence = "ratio 1.041 [1.012, inf) >= 1.03, n=6 pairs: PASS' in out
-    assert "estimate = 1.041" in out and "n = 6.0" in out and 'verdict_run = "v1"' in out
+    assert "estimate = 1.041" in out and "n = 6\n" in out and "unit = \"pairs\"" in out and 'verdict_run = "v1"' in out
     assert "__kind__" not in out  # not the syntax tree
 
 

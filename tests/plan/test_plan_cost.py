@@ -20,7 +20,7 @@ from specdsl.plan.diff import max_runs
 from specdsl.plan.durations import recorded_durations
 from specdsl.plan.render import render_text, to_json
 from specdsl.state import RunRecord, write_state
-from specdsl.verdict import mde_ratio, pairs_needed
+from specdsl.verdict import Decision, Status, Verdict, mde_ratio, pairs_needed
 
 from plan_helpers import SPEC, applied_state, plan_for, resolve_text
 
@@ -130,12 +130,12 @@ def _undecided_state(tmp_path, *, estimate: float, noise: float | None, n: int =
     runs = {r.step: r for r in state.runs}
     state = state.with_run(attrs.evolve(runs["benchmark.cand"], id="rc", runs=n))
     check = graph.steps["check.cand.faster"]
-    metrics = {"pass": 0.0, "evidence.n": float(n), "evidence.estimate": estimate, "evidence.threshold": 1.03}
-    if noise is not None:
-        metrics["evidence.noise"] = noise
     detail = f"ratio {estimate} [0.9, 1.2] >= 1.03, n={n} pairs: INCONCLUSIVE"
+    decision = Decision(Status.INCONCLUSIVE, estimate, 0.9, 1.2, 0.95, n, 1.03, ">=", None, "paired t on log ratios", detail,
+                        statistic="ratio", unit="pairs")
+    verdict = Verdict("faster", Status.INCONCLUSIVE, detail, gating=True, decision=decision, noise=noise)
     state = state.with_run(RunRecord(id="v1", step=check.addr, identity=check.identity, experiment="cand", status="completed",
-                                     started="t", reason=f"inconclusive: {detail}", metrics=metrics))
+                                     started="t", verdict=verdict))
     return cfg, graph, state
 
 

@@ -11,6 +11,7 @@ import pytest
 from specdsl.plan.model import Action
 from specdsl.plan.render import render_text
 from specdsl.state import RunRecord
+from specdsl.verdict import Verdict
 
 from plan_helpers import SPEC, applied_state, plan_for, resolve_text
 
@@ -35,8 +36,7 @@ def verdict(state, graph, addr: str, status: str, n: int) -> tuple:
     """Record a verdict run of check `addr` as the check step does."""
     step = graph.steps[addr]
     run = RunRecord(id=f"v{n}", step=addr, identity=step.identity, experiment=step.experiments[0],
-                    status="completed", started="t", reason=f"{status}: output_throughput = {n}",
-                    metrics={"pass": 1.0 if status == "pass" else 0.0})
+                    status="completed", started="t", verdict=Verdict("faster", status, f"output_throughput = {n}"))
     return state.with_run(run), run.id
 
 

@@ -226,7 +226,7 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     # the verdict table: each check with its recorded line, ratio, interval, threshold, verdict and n
     for check in ("faster", "ttft"):
         (vrun,) = [r for r in state.runs if r.step == f"check.cand.{check}"][-1:]
-        detail = vrun.reason.split(": ", 1)[1]
+        detail = vrun.verdict.detail
         assert detail.startswith("ratio ") and detail in html.unescape(page)
         estimate, interval = re.match(r"ratio (\S+) (\S+ \S+)", detail).groups()
         row = re.search(rf"<tr class=\"pass\"><td>{check}</td>.*?</tr>", page).group(0)
@@ -269,7 +269,8 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     import math
 
     (faster_run,) = [r for r in state.runs if r.step == "check.cand.faster"][-1:]
-    estimate = float(re.match(r"pass: ratio (\S+)", faster_run.reason).group(1))
+    assert faster_run.verdict.status == "pass" and faster_run.verdict.decision.statistic == "ratio"
+    estimate = faster_run.verdict.decision.estimate
     ratios = [float(r[5]) for r in rows[:len(launches)]]
     assert abs(math.exp(sum(map(math.log, ratios)) / len(ratios)) / estimate - 1) < 2e-3
     promotion = next(p for p in state.promotions if p.run == bench.id)

@@ -9,14 +9,16 @@ import attrs
 
 from specdsl.cli.main import main
 from specdsl.state import RunRecord, State, load_state, write_state
+from specdsl.verdict import Status, Verdict
 
 
 def _state() -> State:
     state = State.new()
-    for rid, step, reason in (("b1", "benchmark.cand", ""), ("v1", "check.cand.faster", "pass: tps = 90, baseline.tps = 50"),
-                              ("b2", "benchmark.fix", ""), ("v2", "check.fix.faster", "pass: tps = 120, baseline.tps = 50")):
+    for rid, step, detail in (("b1", "benchmark.cand", ""), ("v1", "check.cand.faster", "tps = 90, baseline.tps = 50"),
+                              ("b2", "benchmark.fix", ""), ("v2", "check.fix.faster", "tps = 120, baseline.tps = 50")):
+        verdict = Verdict("faster", Status.PASS, detail) if detail else None
         state = state.with_run(RunRecord(id=rid, step=step, identity=f"id-{rid}", experiment=step.split(".")[1],
-                                         status="completed", started="t", reason=reason))
+                                         status="completed", started="t", verdict=verdict))
     state = state.with_promotion("prod", "b1", ["faster"], time="2026-03-01T10:00:00Z", experiment="cand", verdicts=["v1"],
                                  lock="../stacks/prod.lock.toml")
     return state.with_promotion("prod", "b2", ["faster"], time="2026-03-02T10:00:00Z", experiment="fix", verdicts=["v2"],

@@ -15,7 +15,7 @@ import attrs
 import pytest
 
 from specdsl.state import (
-    StateConflict, StateError, backup_path, load_state, locked, run_folder, state_dir_for, state_path,
+    FORMAT_VERSION, StateConflict, StateError, backup_path, load_state, locked, run_folder, state_dir_for, state_path,
     write_state,
 )
 
@@ -38,7 +38,7 @@ def test_round_trip_bumps_serial_and_keeps_lineage(state_dir, sample_state):
     assert second.serial == 2 and second.lineage == sample_state.lineage
     loaded = load_state(state_dir)
     assert loaded == second and loaded.servers == ()
-    assert "format_version = 1" in state_path(state_dir).read_text()
+    assert f"format_version = {FORMAT_VERSION}" in state_path(state_dir).read_text()
 
 
 def test_backup_is_the_previous_file(state_dir, sample_state):
@@ -111,7 +111,7 @@ def test_interrupted_write_leaves_old_file_intact(state_dir, sample_state):
 def test_newer_format_is_refused(state_dir, sample_state):
     write_state(state_dir, sample_state)
     path = state_path(state_dir)
-    path.write_text(path.read_text().replace("format_version = 1", "format_version = 7"))
+    path.write_text(path.read_text().replace(f"format_version = {FORMAT_VERSION}", "format_version = 7"))
     before = path.read_bytes()
     with pytest.raises(StateError) as err:
         load_state(state_dir)

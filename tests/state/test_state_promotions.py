@@ -9,18 +9,21 @@ from pathlib import Path
 import pytest
 
 from specdsl.state import RunRecord, State, StateError, decode_state, encode_state
-from specdsl.state.promotions import Index, history, latest_verdict, verdict_detail, verdict_status
+from specdsl.state.promotions import Index, history, latest_verdict, verdict_of
+from specdsl.verdict import Status, Verdict
 
 
-def _run(rid: str, step: str, reason: str = "", identity: str = "") -> RunRecord:
+def _run(rid: str, step: str, status: str = "", detail: str = "", identity: str = "") -> RunRecord:
+    """A run of `step`; with `status`, a verdict run whose verdict says `detail`."""
+    verdict = Verdict(step.rsplit(".", 1)[-1], status, detail) if status else None
     return RunRecord(id=rid, step=step, identity=identity or f"id-{step}", experiment=step.split(".")[1],
-                     status="completed", started="t", reason=reason)
+                     status="completed", started="t", verdict=verdict)
 
 
 def _state() -> State:
     state = State.new()
-    for run in (_run("b1", "benchmark.cand"), _run("v1", "check.cand.faster", "fail: tps = 40, baseline.tps = 50"),
-                _run("b2", "benchmark.fix"), _run("v2", "check.fix.faster", "pass: tps = 90, baseline.tps = 50")):
+    for run in (_run("b1", "benchmark.cand"), _run("v1", "check.cand.faster", "fail", "tps = 40, baseline.tps = 50"),
+                _run("b2", "benchmark.fix"), _run("v2", "check.fix.faster", "pass", "tps = 90, baseline.tps = 50")):
         state = state.with_run(run)
     return state
 
@@ -59,10 +62,11 @@ def test_verdicts_and_what_is_new_to_a_promotion():
     index = Index(state)
     assert index.verdict("check.cand.faster", "id-check.cand.faster").id == "v1"
     assert latest_verdict(state, "check.fix.faster", "id-check.fix.faster").id == "v2"
-    assert verdict_status(state.run("v1")) == "fail" and verdict_detail(state.run("v1")) == "tps = 40, baseline.tps = 50"
-    assert verdict_status(state.run("b1")) == "" and verdict_status(_run("e", "check.x.y", "error: no data")) == "error"
+    v1 = verdict_of(state.run("v1"))
+    assert v1.status is Status.FAIL and v1.detail == "tps = 40, baseline.tps = 50"
+    assert verdict_of(state.run("b1")) is None and verdict_of(None) is None
     promoted = state.with_promotion("t", "b2", ["faster"], verdicts=["v2"])
-    later = promoted.with_run(_run("v3", "check.cand.faster", "pass: tps = 95, baseline.tps = 50"))
+    later = promoted.with_run(_run("v3", "check.cand.faster", "pass", "tps = 95, baseline.tps = 50"))
     index = Index(later)
     p = later.latest_promotion("t")
     assert index.verdict("check.cand.faster", "id-check.cand.faster").id == "v3"  # the latest is current
@@ -81,7 +85,7 @@ def test_history_is_newest_first_with_the_verdicts_and_the_previous_experiment()
     state = state.with_promotion("t", "b2", ["faster"], time="T2", experiment="fix", verdicts=["v2"])
     entries = history(state, "t")
     assert [e.promotion.time for e in entries] == ["T2", "T1"]
-    assert entries[0].verdicts == (("faster", "v2", "tps = 90, baseline.tps = 50"),)
+    assert entries[0].verdicts == (("faster", "v2", Verdict("faster", Status.PASS, "tps = 90, baseline.tps = 50")),)
     assert (entries[0].promotion.previous, entries[0].previous_experiment) == ("b1", "cand")
     assert entries[1].previous_experiment is None
     assert history(state, "other") == []

@@ -14,7 +14,7 @@ import math
 
 import pytest
 
-from specdsl.verdict import Decision, Verdict, absolute_decision, noise_of, ratio_decision
+from specdsl.verdict import Decision, Status, absolute_decision, noise_of, ratio_decision
 
 
 def t2_quantile(p: float) -> float:
@@ -40,7 +40,7 @@ def test_the_hand_computed_interval_of_three_pairs():
     assert t2_quantile(0.95) == pytest.approx(2.919986, abs=1e-6)  # the table's value
     assert LOW3 == pytest.approx(0.0031415, abs=1e-7)
     d = ratio_decision(THREE, ">=", 1.0)
-    assert d.verdict is Verdict.PASS
+    assert d.verdict is Status.PASS
     assert d.estimate == pytest.approx(math.exp(0.02), rel=1e-12)  # the geometric-mean ratio
     assert d.low == pytest.approx(math.exp(LOW3), rel=1e-9)  # 1.003146
     assert d.high == math.inf
@@ -57,7 +57,7 @@ def test_two_pairs_one_degree_of_freedom():
     d = ratio_decision(pairs_with_log_ratios([0.0, 0.04]), ">=", 1.0, alpha=0.1)
     # mean 0.02, sd 0.04 / sqrt(2), se 0.02, t_{0.9, 1} = tan(0.4 pi) = 3.0777
     low = 0.02 - math.tan(math.pi * 0.4) * 0.02
-    assert d.verdict is Verdict.INCONCLUSIVE
+    assert d.verdict is Status.INCONCLUSIVE
     assert d.low == pytest.approx(math.exp(low), rel=1e-9)
     assert d.high == pytest.approx(math.exp(0.02 + math.tan(math.pi * 0.4) * 0.02), rel=1e-9)
     assert d.level == 0.9
@@ -66,13 +66,13 @@ def test_two_pairs_one_degree_of_freedom():
 @pytest.mark.parametrize(
     "k, verdict",
     [
-        (1.0, Verdict.PASS),
-        (math.exp(LOW3 - 1e-6), Verdict.PASS),  # just below the lower bound: the whole interval passes
-        (math.exp(LOW3 + 1e-6), Verdict.INCONCLUSIVE),  # just above: the interval straddles it
-        (math.exp(0.02), Verdict.INCONCLUSIVE),  # at the estimate
-        (math.exp(HIGH3 - 1e-6), Verdict.INCONCLUSIVE),
-        (math.exp(HIGH3 + 1e-6), Verdict.FAIL),  # above the upper bound: the whole interval fails
-        (1.05, Verdict.FAIL),
+        (1.0, Status.PASS),
+        (math.exp(LOW3 - 1e-6), Status.PASS),  # just below the lower bound: the whole interval passes
+        (math.exp(LOW3 + 1e-6), Status.INCONCLUSIVE),  # just above: the interval straddles it
+        (math.exp(0.02), Status.INCONCLUSIVE),  # at the estimate
+        (math.exp(HIGH3 - 1e-6), Status.INCONCLUSIVE),
+        (math.exp(HIGH3 + 1e-6), Status.FAIL),  # above the upper bound: the whole interval fails
+        (1.05, Status.FAIL),
     ],
 )
 def test_pass_fail_inconclusive_around_the_boundary(k, verdict):
@@ -92,12 +92,12 @@ def test_each_verdict_shows_the_bound_that_decided_it():
 
 def test_the_direction_of_each_operator():
     up = pairs_with_log_ratios([0.05, 0.06, 0.055, 0.058])  # clearly about +5.7%
-    assert ratio_decision(up, ">=", 1.03).verdict is Verdict.PASS
-    assert ratio_decision(up, ">", 1.03).verdict is Verdict.PASS
-    assert ratio_decision(up, "<=", 1.03).verdict is Verdict.FAIL
-    assert ratio_decision(up, "<", 1.03).verdict is Verdict.FAIL
-    assert ratio_decision(up, "<=", 1.10).verdict is Verdict.PASS
-    assert ratio_decision(up, ">=", 1.10).verdict is Verdict.FAIL
+    assert ratio_decision(up, ">=", 1.03).verdict is Status.PASS
+    assert ratio_decision(up, ">", 1.03).verdict is Status.PASS
+    assert ratio_decision(up, "<=", 1.03).verdict is Status.FAIL
+    assert ratio_decision(up, "<", 1.03).verdict is Status.FAIL
+    assert ratio_decision(up, "<=", 1.10).verdict is Status.PASS
+    assert ratio_decision(up, ">=", 1.10).verdict is Status.FAIL
     # `<=` shows the upper bound when it passes, the lower one when it fails
     ok = ratio_decision(up, "<=", 1.10)
     assert ok.low == 0.0 and 1.05 < ok.high < 1.10
@@ -108,10 +108,10 @@ def test_the_direction_of_each_operator():
 
 def test_strict_and_non_strict_operators_differ_only_at_equality():
     exact = [(100.0, 103.0), (200.0, 206.0)]  # both ratios exactly 1.03 in floating point: sd 0
-    assert ratio_decision(exact, ">=", 1.03).verdict is Verdict.PASS
-    assert ratio_decision(exact, ">", 1.03).verdict is Verdict.FAIL
-    assert ratio_decision(exact, "<=", 1.03).verdict is Verdict.PASS
-    assert ratio_decision(exact, "<", 1.03).verdict is Verdict.FAIL
+    assert ratio_decision(exact, ">=", 1.03).verdict is Status.PASS
+    assert ratio_decision(exact, ">", 1.03).verdict is Status.FAIL
+    assert ratio_decision(exact, "<=", 1.03).verdict is Status.PASS
+    assert ratio_decision(exact, "<", 1.03).verdict is Status.FAIL
     d = ratio_decision(exact, ">=", 1.03)
     assert (d.p_pass, d.p_fail) == (0.0, 1.0)
     assert d.mde == 1.0  # no noise: any effect is detectable
@@ -132,7 +132,7 @@ def test_strict_and_non_strict_operators_differ_only_at_equality():
 )
 def test_error_says_why(pairs, k, reason):
     d = ratio_decision(pairs, ">=", k)
-    assert d.verdict is Verdict.ERROR
+    assert d.verdict is Status.ERROR
     assert d.detail.startswith(reason) and d.detail.endswith(": ERROR")
     assert d.mde is None and math.isnan(d.estimate) and math.isnan(d.low) and math.isnan(d.p_pass)
 
@@ -154,13 +154,13 @@ ABS_LOW, ABS_HIGH = 14 - 2.131847 * math.sqrt(2), 14 + 2.131847 * math.sqrt(2)  
 @pytest.mark.parametrize(
     "op, threshold, verdict",
     [
-        ("<=", 17.5, Verdict.PASS),
-        ("<=", 17.0, Verdict.INCONCLUSIVE),
-        ("<=", 10.9, Verdict.FAIL),
-        ("<", 17.5, Verdict.PASS),
-        (">=", 10.9, Verdict.PASS),
-        (">=", 11.1, Verdict.INCONCLUSIVE),
-        (">", 17.1, Verdict.FAIL),
+        ("<=", 17.5, Status.PASS),
+        ("<=", 17.0, Status.INCONCLUSIVE),
+        ("<=", 10.9, Status.FAIL),
+        ("<", 17.5, Status.PASS),
+        (">=", 10.9, Status.PASS),
+        (">=", 11.1, Status.INCONCLUSIVE),
+        (">", 17.1, Status.FAIL),
     ],
 )
 def test_absolute_decision_on_a_hand_computed_interval(op, threshold, verdict):
@@ -177,9 +177,9 @@ def test_absolute_bounds_and_text():
     i = absolute_decision(ABS, ">=", 11.1)
     assert (i.low, i.high) == pytest.approx((ABS_LOW, ABS_HIGH), abs=1e-5)
     assert i.mde is not None and i.mde > 0  # in the statistic's units
-    assert absolute_decision([5.0], "<=", 1.0).verdict is Verdict.ERROR
+    assert absolute_decision([5.0], "<=", 1.0).verdict is Status.ERROR
     assert absolute_decision([5.0, math.nan], "<=", 1.0).detail.startswith("run 2: the value is not finite")
-    assert absolute_decision([5.0, 6.0], "<=", math.inf).verdict is Verdict.ERROR
+    assert absolute_decision([5.0, 6.0], "<=", math.inf).verdict is Status.ERROR
 
 
 def test_noise_of_is_the_sd_of_log_ratios():
@@ -194,7 +194,7 @@ def test_a_decision_is_a_frozen_value():
     d = ratio_decision(THREE, ">=", 1.0)
     assert isinstance(d, Decision) and d.alpha == pytest.approx(0.05)
     with pytest.raises(AttributeError):
-        d.verdict = Verdict.FAIL  # type: ignore[misc]
+        d.verdict = Status.FAIL  # type: ignore[misc]
 
 
 def test_a_detectable_effect_is_written_as_people_write_percentages():

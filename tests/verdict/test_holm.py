@@ -9,7 +9,7 @@ import pytest
 
 from specdsl.verdict import (
     LookSchedule,
-    Verdict,
+    Status,
     holm,
     holm_adjusted,
     holm_alphas,
@@ -72,7 +72,7 @@ def test_decisions_and_callables_agree_with_the_p_values():
     assert all(math.isnan(p) for p in by_callable.adjusted)  # no single p-value for a callable
     # re-decided at its level, each assertion passes exactly when Holm rejects it
     for d, rejected, level in zip(by_callable.decisions, by_callable.rejected, by_callable.alphas):
-        assert (d.verdict is Verdict.PASS) == rejected
+        assert (d.verdict is Status.PASS) == rejected
         assert d.level == pytest.approx(1 - level)
     assert by_callable.rejected[0] and not by_callable.rejected[2]
 
@@ -90,6 +90,6 @@ def test_the_fail_side():
     fns = [lambda a: ratio_decision(down, ">=", 1.0, alpha=a), lambda a: ratio_decision(PAIRS["clear"], ">=", 1.0, alpha=a)]
     r = holm(fns, side="fail")
     assert r.rejected == (True, False)
-    assert r.decisions[0].verdict is Verdict.FAIL
+    assert r.decisions[0].verdict is Status.FAIL
     with pytest.raises(ValueError):
         holm([0.1], side="both")

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from specdsl.verdict import LookSchedule, Verdict, group_sequential_bounds, sequential_decision, spent
+from specdsl.verdict import LookSchedule, Status, group_sequential_bounds, sequential_decision, spent
 from specdsl.verdict import _dist
 from specdsl.verdict.looks import safety, t_sequential_levels
 
@@ -107,16 +107,16 @@ def test_sequential_decision_at_a_look_and_between_looks():
     first = sequential_decision(pairs[:3], ">=", 1.03, s)
     assert first.level == pytest.approx(1 - s.alpha_at(0))
     assert "look 1 of 3" in first.method and "obf spending of 5%" in first.method
-    assert first.verdict is Verdict.INCONCLUSIVE and first.detail.endswith("; next look at 5 pairs")
+    assert first.verdict is Status.INCONCLUSIVE and first.detail.endswith("; next look at 5 pairs")
     last = sequential_decision(pairs, ">=", 1.03, s)
     assert "look 3 of 3" in last.method and "next look" not in last.detail
-    assert last.verdict is Verdict.PASS
+    assert last.verdict is Status.PASS
     unplanned = sequential_decision(pairs[:4], ">=", 1.03, s)
     assert "unplanned look at 4" in unplanned.method
     assert unplanned.level == pytest.approx(1 - s.level_for(4))
     # more pairs than max: a final look that spends what is left
     assert 0 < s.level_for(9) <= 0.05
-    assert sequential_decision(pairs[:1], ">=", 1.03, s).verdict is Verdict.ERROR
+    assert sequential_decision(pairs[:1], ">=", 1.03, s).verdict is Status.ERROR
     # the same data at a plain fixed-n level would be read less strictly
     assert first.level > 0.95
 
@@ -136,9 +136,9 @@ def test_a_look_that_spends_nothing_cannot_pass_and_never_gives_nan():
     noisy = [(100.0, 104.0 + i % 3) for i in range(4)]
     flat = [(100.0, 104.0)] * 4  # no spread at all
     d = sequential_decision(noisy, ">=", 1.0, s, alpha=1e-7)
-    assert d.verdict is Verdict.INCONCLUSIVE and d.low == 0.0 and d.high == math.inf
+    assert d.verdict is Status.INCONCLUSIVE and d.low == 0.0 and d.high == math.inf
     f = sequential_decision(flat, ">=", 1.0, s, alpha=1e-7)
-    assert f.verdict is Verdict.PASS and f.mde == 1.0 and not math.isnan(f.low)
+    assert f.verdict is Status.PASS and f.mde == 1.0 and not math.isnan(f.low)
 
 
 def test_evidence_that_grows_keeps_the_false_pass_rate_over_both_applies():

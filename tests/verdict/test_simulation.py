@@ -10,7 +10,7 @@ import math
 import random
 import statistics
 
-from specdsl.verdict import LookSchedule, Verdict, ratio_decision, sequential_decision
+from specdsl.verdict import LookSchedule, Status, ratio_decision, sequential_decision
 
 APPLIES = 2000
 
@@ -36,12 +36,12 @@ def test_false_passes_at_the_boundary_stay_within_six_percent():
     fixed = adaptive = naive = 0
     for _ in range(APPLIES):
         pairs = apply_pairs(rng, 12)
-        fixed += ratio_decision(pairs[:6], ">=", 1.0).verdict is Verdict.PASS
+        fixed += ratio_decision(pairs[:6], ">=", 1.0).verdict is Status.PASS
         for n in schedule.looks():
             d = sequential_decision(pairs[:n], ">=", 1.0, schedule)
-            if d.verdict is not Verdict.INCONCLUSIVE:
+            if d.verdict is not Status.INCONCLUSIVE:
                 break
-        adaptive += d.verdict is Verdict.PASS
+        adaptive += d.verdict is Status.PASS
         naive += statistics.median(c for _, c in pairs[:6]) >= statistics.median(b for b, _ in pairs[:6])
     assert fixed / APPLIES <= 0.06
     assert adaptive / APPLIES <= 0.06
@@ -56,7 +56,7 @@ def test_a_real_improvement_passes():
     runs = 300
 
     def power(outliers: float) -> float:
-        return sum(ratio_decision(apply_pairs(rng, 6, 1.08, 0.01, outliers), ">=", 1.03).verdict is Verdict.PASS
+        return sum(ratio_decision(apply_pairs(rng, 6, 1.08, 0.01, outliers), ">=", 1.03).verdict is Status.PASS
                    for _ in range(runs)) / runs
 
     assert power(0.0) >= 0.95

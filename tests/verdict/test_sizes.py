@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from specdsl.verdict import Verdict, mde_ratio, pairs_needed, ratio_decision
+from specdsl.verdict import Status, mde_ratio, pairs_needed, ratio_decision
 from specdsl.verdict import _dist
 
 
@@ -50,7 +50,7 @@ def test_the_rule_has_the_stated_power_at_the_mde():
     mu = math.log(k * effect)
     runs = 3000
     passed = sum(
-        ratio_decision([(1.0, math.exp(rng.gauss(mu, sd))) for _ in range(n)], ">=", k).verdict is Verdict.PASS
+        ratio_decision([(1.0, math.exp(rng.gauss(mu, sd))) for _ in range(n)], ">=", k).verdict is Status.PASS
         for _ in range(runs)
     )
     assert passed / runs == pytest.approx(0.8, abs=0.025)
@@ -86,5 +86,5 @@ def test_tiny_levels_give_a_detectable_effect_quickly():
     nc = math.log(mde_ratio(1e-6, 3, alpha=1e-7)) * math.sqrt(3) / 1e-6
     assert sps.nct.sf(sps.t.ppf(1 - 1e-7, 2), 2, nc) == pytest.approx(0.8, abs=1e-3)
     d = ratio_decision([(1.0, 1.0), (1.0, 2.0)], ">=", 1.0, alpha=1e-12)
-    assert d.verdict is Verdict.INCONCLUSIVE and d.mde == math.inf
+    assert d.verdict is Status.INCONCLUSIVE and d.mde == math.inf
     assert d.detail == "ratio 1.414 (0, inf) >= 1, n=2 pairs: INCONCLUSIVE"

@@ -10,7 +10,7 @@ import math
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from specdsl.verdict import OPS, Verdict, absolute_decision, holm, ratio_decision
+from specdsl.verdict import OPS, Status, absolute_decision, holm, ratio_decision
 
 values = st.floats(min_value=1.0, max_value=1e4, allow_nan=False)
 pair_lists = st.lists(st.tuples(values, values), min_size=2, max_size=12)
@@ -46,7 +46,7 @@ def test_any_common_scale_gives_the_same_verdict(pairs, op, k, scale):
 @given(pair_lists, st.sampled_from(list(OPS)), factors)
 def test_swapping_the_arms_mirrors_the_interval(pairs, op, k):
     d = ratio_decision(pairs, op, k)
-    assume(far_from_ties(d, k) and d.verdict is not Verdict.ERROR)
+    assume(far_from_ties(d, k) and d.verdict is not Status.ERROR)
     m = ratio_decision([(c, b) for b, c in pairs], MIRROR[op], 1.0 / k)
     assert m.verdict is d.verdict
     assert math.isclose(m.estimate, 1.0 / d.estimate, rel_tol=1e-9)
@@ -62,9 +62,9 @@ def test_complementary_operators(pairs, k, alpha):
     """`>=` passes exactly when `<` fails (both say: the lower bound is at or above k)."""
     ge, lt = ratio_decision(pairs, ">=", k, alpha=alpha), ratio_decision(pairs, "<", k, alpha=alpha)
     gt, le = ratio_decision(pairs, ">", k, alpha=alpha), ratio_decision(pairs, "<=", k, alpha=alpha)
-    assert (ge.verdict is Verdict.PASS) == (lt.verdict is Verdict.FAIL)
-    assert (gt.verdict is Verdict.PASS) == (le.verdict is Verdict.FAIL)
-    assert (ge.verdict is Verdict.INCONCLUSIVE) == (lt.verdict is Verdict.INCONCLUSIVE)
+    assert (ge.verdict is Status.PASS) == (lt.verdict is Status.FAIL)
+    assert (gt.verdict is Status.PASS) == (le.verdict is Status.FAIL)
+    assert (ge.verdict is Status.INCONCLUSIVE) == (lt.verdict is Status.INCONCLUSIVE)
 
 
 @settings(max_examples=150, deadline=None)
@@ -73,8 +73,8 @@ def test_p_values_agree_with_the_verdict(pairs, op, k, alpha):
     d = ratio_decision(pairs, op, k, alpha=alpha)
     assume(far_from_ties(d, k))
     assume(min(abs(d.p_pass - alpha), abs(d.p_fail - alpha)) > 1e-9)
-    assert (d.verdict is Verdict.PASS) == (d.p_pass <= alpha)
-    assert (d.verdict is Verdict.FAIL) == (d.p_fail <= alpha)
+    assert (d.verdict is Status.PASS) == (d.p_pass <= alpha)
+    assert (d.verdict is Status.FAIL) == (d.p_fail <= alpha)
     assert d.level == 1 - alpha
 
 

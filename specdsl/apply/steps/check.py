@@ -4,12 +4,13 @@ when it is new: a re-apply that decides the same thing writes nothing."""
 
 from __future__ import annotations
 
-from specdsl.apply import checks, judge, validity
+from specdsl.apply import judge, validity
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.bench.validity import valid_document
 from specdsl.apply.results import baseline_results, document_of, effective_of, load_results, per_run
 from specdsl.state import new_run_id, utc_now
+from specdsl.verdict.record import Verdict
 
 
 class Check:
@@ -44,29 +45,21 @@ class Check:
         with walk.mutex:
             walk.verdicts[ctx.addr] = verdict
             walk.result.verdicts.append((exp.name, verdict))
-        reason = f"{verdict.status}: {verdict.detail}"
         prior = next((r for r in reversed(state.runs_of(step.addr)) if r.identity == step.identity), None)
-        if prior is None or prior.reason != reason:
-            # every new verdict is kept (state is the history of what was checked); it needs no run folder
+        if prior is None or not same_verdict(prior.verdict, verdict):
+            # every new verdict is kept (state is the history of what was checked), with its numbers
+            # (what `specdsl state show` and a later plan read back); it needs no run folder
             now = utc_now()
-            run = ctx.writer.run_record(step, new_run_id(), None, now, "completed", reason=reason,
-                                        metrics={"pass": 1.0 if verdict.status == checks.PASS else 0.0, **evidence_metrics(verdict)})
+            run = ctx.writer.run_record(step, new_run_id(), None, now, "completed", verdict=verdict)
             ctx.writer.step_done(step, run)
-        return Outcome(ctx.addr, step.kind, Status.COMPLETED, Reason.DONE, verdict.detail, verdict=verdict.status)
+        return Outcome(ctx.addr, step.kind, Status.COMPLETED, Reason.DONE, verdict.detail, verdict=verdict.status.value)
 
 
-def evidence_metrics(verdict) -> dict[str, float]:
-    """A gating verdict's numbers (estimate, interval, level, n, threshold,
-    smallest detectable effect; for a paired ratio `noise`, the sd of its
-    pairs' log ratios), recorded with its run as `evidence.NAME`: what
-    `specdsl state show check.EXP.NAME` shows beside the verdict, and what
-    a later plan reads back (an undecided one's pairs, launches and minutes
-    to a decision: specdsl.plan.cost)."""
-    out = {}
-    for key, value in (verdict.evidence or {}).items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and abs(value) != float("inf"):
-            out[f"evidence.{key}"] = float(value)
-    return out
+def same_verdict(recorded: Verdict | None, verdict: Verdict) -> bool:
+    """Whether `verdict` says what the recorded one says: its status and
+    its line (numbers, method, notes) as shown. One read from an older
+    state has the same line but its numbers rounded, so the line decides."""
+    return recorded is not None and (recorded.status, recorded.detail) == (verdict.status, verdict.detail)
 
 
 def baseline_note(state, exp, mine: str | None) -> str:

@@ -20,7 +20,6 @@ import threading
 
 import attrs
 
-from specdsl.apply import checks
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.apply.state_writer import write_stack_lock
@@ -29,6 +28,7 @@ from specdsl.graph.build import Graph
 from specdsl.plan.diff import HELD
 from specdsl.plan.model import Action
 from specdsl.state.promotions import Index, latest_verdict
+from specdsl.verdict.decision import Status as VerdictStatus
 
 # Promotions are decided one at a time: a candidate reads what its rivals'
 # checks said and whether one of them was promoted.
@@ -64,7 +64,7 @@ def candidate(walk, state, addr: str) -> Candidate:
     check_addrs = [d for d in step.deps if graph.steps[d].kind == "check"]
     if not check_addrs:
         return attrs.evolve(me, why=f"not promoted: {exp.name} has no gating assertion")
-    bad = [d for d in check_addrs if walk.verdicts.get(d) is None or walk.verdicts[d].status != checks.PASS]
+    bad = [d for d in check_addrs if walk.verdicts.get(d) is None or walk.verdicts[d].status is not VerdictStatus.PASS]
     if bad:
         return attrs.evolve(me, why=f"not promoted: {', '.join(bad)} did not pass")
     if not any(walk.verdicts[d].gating for d in check_addrs):
