@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from specdsl.diag import Diagnostic, did_you_mean
 from specdsl.facts import TableChoice, effective_names, engine_flags, flag_releases, flag_table
+from specdsl.facts.engines import BY_NAME as _FACTS
 from specdsl.model import ast
 from specdsl.model.values import V
 
-_ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "transformers": "transformers"}
+_ENGINE_NAMES = {name: e.label for name, e in _FACTS.items()}
 
 # Set by specdsl from the server block (model, port) or needed to reach it.
 _MANAGED = {

@@ -1,0 +1,29 @@
+"""One pure module per serving engine (`sglang`, `vllm`, `transformers`,
+`command`), each holding everything specdsl knows of that engine as data
+and pure rules (an `Engine`, base.py): its flag tables and log-pattern sets
+per release, the client quirks of its API, the flags specdsl sets itself,
+how many GPUs a server of it needs, what its log lines mean and which of
+its settings move performance (diagnosis).
+
+specdsl.facts reads the tables and pattern sets named here; validation,
+model/gpus, the server adapters (specdsl/servers), the benchmark client and
+diagnosis read the rest from here. No I/O at import. A new engine is one
+module here and one in specdsl/servers.
+"""
+
+from __future__ import annotations
+
+from specdsl.facts.engines import command, sglang, transformers, vllm
+from specdsl.facts.engines.base import Engine
+
+# by name, in specdsl.facts.ENGINES' order
+BY_NAME: dict[str, Engine] = {e.name: e for e in (sglang.ENGINE, vllm.ENGINE, transformers.ENGINE, command.ENGINE)}
+
+
+def engine(name: str) -> Engine:
+    """The facts of engine `name`; an unknown engine is `command`'s (a
+    server specdsl knows nothing of beyond its API)."""
+    return BY_NAME.get(name, BY_NAME["command"])
+
+
+__all__ = ["BY_NAME", "Engine", "engine"]

@@ -1,0 +1,31 @@
+"""SGLang (`python -m sglang.launch_server`): its facts (see base.Engine).
+
+Flag tables read from each release's package (specdsl/facts, their
+headers name the wheel); log patterns per release: 0.5.6 says "Attention
+backend not explicitly specified", 0.5.9 "not specified", 0.5.17 moved most
+of the resolution lines to srt/arg_groups/.
+"""
+
+from __future__ import annotations
+
+from specdsl.facts.engines.base import Engine
+
+ENGINE = Engine(
+    name="sglang",
+    label="SGLang",
+    distributions=("sglang",),
+    flag_tables=(("0.5.6", "sglang-v0.5.6-server-args.tsv"), ("0.5.9", "sglang-v0.5.9-server-args.tsv"),
+                 ("0.5.17", "sglang-v0.5.17-server-args.tsv")),
+    # the table of a stack that pins no release (the one every spec was
+    # checked against before tables per release)
+    default_release="0.5.9",
+    pattern_sets=(("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv"),
+                  ("0.5.17", "sglang-v0.5.17-log-patterns.tsv")),
+    # the facts its adapter reads from the log and /server_info beside the
+    # table's dests
+    effective_extra=("attention_backend", "decode_attention_backend", "prefill_attention_backend", "kv_cache_dtype",
+                     "architecture", "dtype", "weights_mem_gb",
+                     # ServerArgs' field names, which /server_info reports; the 0.5.9
+                     # table has argparse dests `tensor_parallel_size` etc. for them
+                     "tp_size", "dp_size", "ep_size", "pp_size"),
+)
