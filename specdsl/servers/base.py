@@ -94,7 +94,7 @@ class Adapter:
 
     name = "command"
     distributions: tuple[str, ...] = ()
-    quirks: ClientQuirks = QUIRKS["command"]  # one source with planning (specdsl.facts.client)
+    quirks: ClientQuirks = QUIRKS["command"]  # one source with planning (specdsl.facts.engines)
     keyed: Mapping[str, tuple[str | None, ...]] = {}
     default_backend: frozenset[str] = frozenset()
     kv_lists: frozenset[str] = frozenset()

@@ -43,7 +43,7 @@ _UNRESOLVED = ("auto", None, "")
 class Sglang(Adapter):
     name = "sglang"
     distributions = ("sglang",)
-    quirks = QUIRKS["sglang"]  # one source with planning (specdsl.facts.client)
+    quirks = QUIRKS["sglang"]  # one source with planning (specdsl.facts.engines)
     keyed = {
         _NOT_SPECIFIED: ("attention_backend",),
         _NOT_EXPLICIT: ("attention_backend",),

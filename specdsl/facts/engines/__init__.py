@@ -14,10 +14,14 @@ module here and one in specdsl/servers.
 from __future__ import annotations
 
 from specdsl.facts.engines import command, sglang, transformers, vllm
+from specdsl.facts.client import ClientQuirks
 from specdsl.facts.engines.base import Engine
 
 # by name, in specdsl.facts.ENGINES' order
 BY_NAME: dict[str, Engine] = {e.name: e for e in (sglang.ENGINE, vllm.ENGINE, transformers.ENGINE, command.ENGINE)}
+# each engine's client quirks, the one table planning (a benchmark's
+# identity holds them) and the adapters read
+QUIRKS: dict[str, ClientQuirks] = {name: e.quirks for name, e in BY_NAME.items()}
 
 
 def engine(name: str) -> Engine:
@@ -26,4 +30,4 @@ def engine(name: str) -> Engine:
     return BY_NAME.get(name, BY_NAME["command"])
 
 
-__all__ = ["BY_NAME", "Engine", "engine"]
+__all__ = ["BY_NAME", "QUIRKS", "Engine", "engine"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import attrs
 
+from specdsl.facts.client import BASIC, ClientQuirks
+
 
 @attrs.frozen
 class Engine:
@@ -17,7 +19,9 @@ class Engine:
     `flag_tables` and `pattern_sets` are (release, file in specdsl/facts),
     oldest first; `default_release` the table of a stack that pins none.
     `effective_extra`: what the engine reports beside its resolved
-    arguments (the flag table's dests)."""
+    arguments (the flag table's dests). `quirks`: what its
+    OpenAI-compatible API accepts from the benchmark client
+    (specdsl.facts.client)."""
 
     name: str
     label: str
@@ -26,3 +30,4 @@ class Engine:
     default_release: str | None = None
     pattern_sets: tuple[tuple[str, str], ...] = ()
     effective_extra: tuple[str, ...] | None = None
+    quirks: ClientQuirks = BASIC

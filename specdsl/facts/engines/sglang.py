@@ -8,6 +8,7 @@ of the resolution lines to srt/arg_groups/.
 
 from __future__ import annotations
 
+from specdsl.facts.client import ClientQuirks
 from specdsl.facts.engines.base import Engine
 
 ENGINE = Engine(
@@ -28,4 +29,5 @@ ENGINE = Engine(
                      # ServerArgs' field names, which /server_info reports; the 0.5.9
                      # table has argparse dests `tensor_parallel_size` etc. for them
                      "tp_size", "dp_size", "ep_size", "pp_size"),
+    quirks=ClientQuirks(exact_len="ignore_eos", token_ids=True),
 )

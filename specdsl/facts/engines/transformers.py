@@ -6,6 +6,7 @@ Flag tables: `transformers serve --help` of each release; no log patterns
 
 from __future__ import annotations
 
+from specdsl.facts.client import ClientQuirks
 from specdsl.facts.engines.base import Engine
 
 ENGINE = Engine(
@@ -15,4 +16,8 @@ ENGINE = Engine(
     flag_tables=(("5.17", "transformers-5.17-serve-help.txt"), ("5.19", "transformers-5.19-serve-help.txt")),
     default_release="5.17",
     effective_extra=("continuous_batching",),
+    # 5.19 rejects unknown fields (ignore_eos: HTTP 422), takes text prompts
+    # only and sends no usage in the stream; an exact length is its own
+    # `generation_config` field
+    quirks=ClientQuirks(exact_len="generation_config", token_ids=False, stream_usage=False),
 )

@@ -7,6 +7,7 @@ prints the KV cache size and the maximum concurrency as two lines.
 
 from __future__ import annotations
 
+from specdsl.facts.client import ClientQuirks
 from specdsl.facts.engines.base import Engine
 
 ENGINE = Engine(
@@ -23,4 +24,5 @@ ENGINE = Engine(
                      "max_seq_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
                      "quantization", "kv_cache_dtype", "enforce_eager", "compilation_config",
                      "enable_prefix_caching", "enable_chunked_prefill"),
+    quirks=ClientQuirks(exact_len="ignore_eos", token_ids=True),
 )
