@@ -18,12 +18,6 @@ from specdsl.model.values import V
 
 _ENGINE_NAMES = {name: e.label for name, e in _FACTS.items()}
 
-# Set by specdsl from the server block (model, port) or needed to reach it.
-_MANAGED = {
-    "sglang": {"model-path": "model", "model": "model", "port": "port", "host": None},
-    "vllm": {"model": "model", "port": "port", "host": None},
-    "transformers": {"port": "port", "host": None},
-}
 
 
 def table_warning(choice: TableChoice | None, span) -> Diagnostic | None:
@@ -49,7 +43,7 @@ def check_args(engine: str, args: V | None, diags: list[Diagnostic], choice: Tab
     if not flags:
         return
     label = f"{_ENGINE_NAMES.get(engine, engine)} {choice.release}" if choice and choice.pinned else engine
-    managed = _MANAGED.get(engine, {})
+    managed = _FACTS[engine].managed if engine in _FACTS else {}  # set by specdsl (facts/engines)
     for key, value in args.value.items():
         span = (args.keys or {}).get(key) or value.span
         name = key.lstrip("-")

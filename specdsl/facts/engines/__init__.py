@@ -24,10 +24,19 @@ BY_NAME: dict[str, Engine] = {e.name: e for e in (sglang.ENGINE, vllm.ENGINE, tr
 QUIRKS: dict[str, ClientQuirks] = {name: e.quirks for name, e in BY_NAME.items()}
 
 
+def engine_of_argv(argv: tuple[str, ...]) -> str:
+    """The engine a recorded command line starts (`command` when none
+    says it is theirs), asked in BY_NAME's order."""
+    for e in BY_NAME.values():
+        if e.started_by is not None and e.started_by(tuple(argv)):
+            return e.name
+    return "command"
+
+
 def engine(name: str) -> Engine:
     """The facts of engine `name`; an unknown engine is `command`'s (a
     server specdsl knows nothing of beyond its API)."""
     return BY_NAME.get(name, BY_NAME["command"])
 
 
-__all__ = ["BY_NAME", "QUIRKS", "Engine", "engine"]
+__all__ = ["BY_NAME", "QUIRKS", "Engine", "engine", "engine_of_argv"]

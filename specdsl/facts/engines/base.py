@@ -5,6 +5,8 @@ file name, read by specdsl.facts when first asked for)."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import attrs
 
 from specdsl.facts.client import BASIC, ClientQuirks
@@ -21,7 +23,13 @@ class Engine:
     `effective_extra`: what the engine reports beside its resolved
     arguments (the flag table's dests). `quirks`: what its
     OpenAI-compatible API accepts from the benchmark client
-    (specdsl.facts.client)."""
+    (specdsl.facts.client).
+
+    `managed`: the flags specdsl sets itself, each with the server
+    attribute to write instead (None: specdsl binds the server to its host);
+    validation refuses them in `args`, diagnosis leaves them out of a
+    command line it reads back. `started_by(argv)`: whether a recorded
+    command line starts this engine (diagnosis without the spec)."""
 
     name: str
     label: str
@@ -31,3 +39,5 @@ class Engine:
     pattern_sets: tuple[tuple[str, str], ...] = ()
     effective_extra: tuple[str, ...] | None = None
     quirks: ClientQuirks = BASIC
+    managed: dict[str, str | None] = attrs.Factory(dict)
+    started_by: Callable[[tuple[str, ...]], bool] | None = None

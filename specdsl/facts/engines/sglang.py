@@ -30,4 +30,7 @@ ENGINE = Engine(
                      # table has argparse dests `tensor_parallel_size` etc. for them
                      "tp_size", "dp_size", "ep_size", "pp_size"),
     quirks=ClientQuirks(exact_len="ignore_eos", token_ids=True),
+    # set from the server block (model, port) or needed to reach it
+    managed={"model-path": "model", "model": "model", "port": "port", "host": None},
+    started_by=lambda argv: "sglang.launch_server" in " ".join(argv),
 )

@@ -6,6 +6,8 @@ Flag tables: `transformers serve --help` of each release; no log patterns
 
 from __future__ import annotations
 
+from pathlib import PurePath
+
 from specdsl.facts.client import ClientQuirks
 from specdsl.facts.engines.base import Engine
 
@@ -20,4 +22,7 @@ ENGINE = Engine(
     # only and sends no usage in the stream; an exact length is its own
     # `generation_config` field
     quirks=ClientQuirks(exact_len="generation_config", token_ids=False, stream_usage=False),
+    managed={"port": "port", "host": None},  # the model is `serve`'s argument
+    started_by=lambda argv: (len(argv) > 1 and PurePath(argv[0]).name == "transformers")
+    or "transformers.cli" in " ".join(argv),
 )

@@ -25,4 +25,6 @@ ENGINE = Engine(
                      "quantization", "kv_cache_dtype", "enforce_eager", "compilation_config",
                      "enable_prefix_caching", "enable_chunked_prefill"),
     quirks=ClientQuirks(exact_len="ignore_eos", token_ids=True),
+    managed={"model": "model", "port": "port", "host": None},
+    started_by=lambda argv: "vllm" in " ".join(argv),
 )
