@@ -29,7 +29,12 @@ class Engine:
     attribute to write instead (None: specdsl binds the server to its host);
     validation refuses them in `args`, diagnosis leaves them out of a
     command line it reads back. `started_by(argv)`: whether a recorded
-    command line starts this engine (diagnosis without the spec)."""
+    command line starts this engine (diagnosis without the spec).
+
+    `gpus(args)`: how many GPUs a server of this engine uses, from its args
+    keyed by flag destination (`tensor_parallel_size`, whatever spelling
+    the spec used); None when specdsl cannot know (the whole machine).
+    specdsl.model.gpus asks it for a server that does not say `gpus`."""
 
     name: str
     label: str
@@ -41,3 +46,23 @@ class Engine:
     quirks: ClientQuirks = BASIC
     managed: dict[str, str | None] = attrs.Factory(dict)
     started_by: Callable[[tuple[str, ...]], bool] | None = None
+    gpus: Callable[[dict[str, object]], int | None] = lambda args: None
+
+
+def as_int(value: object, default: int = 1) -> int:
+    """An arg's value as a count (`2`, `2.0`, `"2"`); `default` for anything
+    else (true/false, text)."""
+    if isinstance(value, bool):
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return default
+
+
+def size(args: dict[str, object], dest: str) -> int:
+    """A parallel size from the args (1 when not given or not a count)."""
+    return max(1, as_int(args.get(dest, 1)))

@@ -9,7 +9,18 @@ of the resolution lines to srt/arg_groups/.
 from __future__ import annotations
 
 from specdsl.facts.client import ClientQuirks
-from specdsl.facts.engines.base import Engine
+from specdsl.facts.engines.base import Engine, size
+
+
+def _gpus(args: dict[str, object]) -> int:
+    """Tensor x pipeline x data parallel size, the data parallel size left
+    out with `--enable-dp-attention` (attention DP runs inside the TP
+    group), divided by `--nnodes`; expert parallelism is inside TP too."""
+    need = size(args, "tensor_parallel_size") * size(args, "pipeline_parallel_size")
+    if args.get("enable_dp_attention") is not True:
+        need *= size(args, "data_parallel_size")
+    return max(1, -(-need // size(args, "nnodes")))
+
 
 ENGINE = Engine(
     name="sglang",
@@ -33,4 +44,5 @@ ENGINE = Engine(
     # set from the server block (model, port) or needed to reach it
     managed={"model-path": "model", "model": "model", "port": "port", "host": None},
     started_by=lambda argv: "sglang.launch_server" in " ".join(argv),
+    gpus=_gpus,
 )

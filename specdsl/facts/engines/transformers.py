@@ -25,4 +25,5 @@ ENGINE = Engine(
     managed={"port": "port", "host": None},  # the model is `serve`'s argument
     started_by=lambda argv: (len(argv) > 1 and PurePath(argv[0]).name == "transformers")
     or "transformers.cli" in " ".join(argv),
+    gpus=lambda args: 1,  # one process, one device
 )

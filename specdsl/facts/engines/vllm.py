@@ -8,7 +8,16 @@ prints the KV cache size and the maximum concurrency as two lines.
 from __future__ import annotations
 
 from specdsl.facts.client import ClientQuirks
-from specdsl.facts.engines.base import Engine
+from specdsl.facts.engines.base import Engine, size
+
+
+def _gpus(args: dict[str, object]) -> int:
+    """Tensor x pipeline x data parallel size (`--data-parallel-size-local`
+    in place of the data parallel size when given: the ranks on this node);
+    decode context parallelism runs inside the tensor-parallel group."""
+    data = "data_parallel_size_local" if "data_parallel_size_local" in args else "data_parallel_size"
+    return size(args, "tensor_parallel_size") * size(args, "pipeline_parallel_size") * size(args, data)
+
 
 ENGINE = Engine(
     name="vllm",
@@ -27,4 +36,5 @@ ENGINE = Engine(
     quirks=ClientQuirks(exact_len="ignore_eos", token_ids=True),
     managed={"model": "model", "port": "port", "host": None},
     started_by=lambda argv: "vllm" in " ".join(argv),
+    gpus=_gpus,
 )
