@@ -34,7 +34,25 @@ class Engine:
     `gpus(args)`: how many GPUs a server of this engine uses, from its args
     keyed by flag destination (`tensor_parallel_size`, whatever spelling
     the spec used); None when specdsl cannot know (the whole machine).
-    specdsl.model.gpus asks it for a server that does not say `gpus`."""
+    specdsl.model.gpus asks it for a server that does not say `gpus`.
+
+    What its log says (specdsl.servers.logscan): `keyed` maps a log
+    pattern's regex text (as in its pattern sets) to the effective keys its
+    groups set (None skips a group); `default_backend` lists patterns that
+    mean "the server chose its attention backend itself"; `kv_lists`
+    patterns whose last group is a `k=v, ...` dump.
+
+    For diagnosis (specdsl.diagnose, docs/diagnose.md): `impact` maps the
+    effective keys known to move this engine's performance to why, in one
+    line; `impact_packages` the same for distributions (kernels, the engine
+    itself). `volatile` names the effective keys whose value changes
+    between any two launches of one configuration (ports, seeds).
+
+    Beside its API (the load generator's `ServerSide`): `cache_reset` is
+    the (method, path) that empties its prefix cache (None: none), with
+    `cache_reset_hint` for a server that answers 404 there; `counters` and
+    `gauges` map the client's vocabulary of server-side quantities to its
+    Prometheus metrics at `metrics_path`."""
 
     name: str
     label: str
@@ -47,6 +65,17 @@ class Engine:
     managed: dict[str, str | None] = attrs.Factory(dict)
     started_by: Callable[[tuple[str, ...]], bool] | None = None
     gpus: Callable[[dict[str, object]], int | None] = lambda args: None
+    keyed: dict[str, tuple[str | None, ...]] = attrs.Factory(dict)
+    default_backend: frozenset[str] = frozenset()
+    kv_lists: frozenset[str] = frozenset()
+    impact: dict[str, str] = attrs.Factory(dict)
+    impact_packages: dict[str, str] = attrs.Factory(dict)
+    volatile: frozenset[str] = frozenset({"port"})
+    cache_reset: tuple[str, str] | None = None
+    cache_reset_hint: str = ""
+    metrics_path: str = "/metrics"
+    counters: dict[str, str] = attrs.Factory(dict)
+    gauges: dict[str, str] = attrs.Factory(dict)
 
 
 def as_int(value: object, default: int = 1) -> int:

@@ -11,6 +11,22 @@ from pathlib import PurePath
 from specdsl.facts.client import ClientQuirks
 from specdsl.facts.engines.base import Engine
 
+IMPACT = {
+    "continuous_batching": "without continuous batching the server answers one request at a time",
+    "cb_num_blocks": "the KV cache size of continuous batching bounds how many requests run together",
+    "cb_max_memory_percent": "the KV cache size of continuous batching bounds how many requests run together",
+    "attn_implementation": "the attention kernel sets the speed of every step",
+    "dtype": "the weights' precision sets the cost of every matrix product",
+    "device": "the device the model runs on",
+    "quantization": "quantized weights change the kernels and the precision",
+}
+IMPACT_PACKAGES = {
+    "transformers": "the serving engine itself",
+    "torch": "the kernels every step runs",
+    "kernels": "the attention and matmul kernels transformers loads",
+}
+
+
 ENGINE = Engine(
     name="transformers",
     label="transformers",
@@ -26,4 +42,6 @@ ENGINE = Engine(
     started_by=lambda argv: (len(argv) > 1 and PurePath(argv[0]).name == "transformers")
     or "transformers.cli" in " ".join(argv),
     gpus=lambda args: 1,  # one process, one device
+    impact_packages=IMPACT_PACKAGES,
+    impact=IMPACT,
 )
