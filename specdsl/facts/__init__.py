@@ -273,8 +273,8 @@ def log_patterns(engine: str, version: str | None = None) -> tuple[LogPattern, .
 
 
 # What each engine reports beside its resolved arguments (the flag table's
-# dests): the facts its adapter reads from the log (specdsl/servers, the
-# `keyed` patterns), its own report (SGLang's /server_info, vLLM's
+# dests; each engine's `effective_extra` in facts/engines): the facts read
+# from its log (its `keyed` patterns), its own report (SGLang's /server_info, vLLM's
 # `non-default args` and engine config, transformers' per-request `CB:`), and
 # what every launch records. tests/servers/test_effective_names.py keeps this
 # list and the adapters in step.
