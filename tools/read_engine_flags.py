@@ -2,7 +2,7 @@
 into a specdsl/facts flag table (TSV).
 
     python tools/read_engine_flags.py sglang sglang-0.5.17-py3-none-any.whl OUT.tsv
-    python tools/read_engine_flags.py vllm vllm-0.26.0-cp38-abi3-manylinux_2_31_x86_64.whl OUT.tsv
+    python tools/read_engine_flags.py vllm installed:vllm-0.26.0-cp38-abi3-manylinux_2_28_x86_64.whl:SHA256 OUT.tsv
     python tools/read_engine_flags.py sglang sglang-0.5.17-...whl OUT.tsv transformers-5.12.1-py3-none-any.whl
 
 Further wheels (the release's pinned transformers, say) go first on sys.path.
@@ -17,7 +17,7 @@ and every value read through a stand-in is reported on stderr (the table
 must not depend on one; none did for the tables in specdsl/facts). Value
 ranges: vLLM's config fields carry them as pydantic constraints (`gt`, `ge`,
 `lt`, `le`), read from the config classes; SGLang checks ranges in code,
-listed by hand in specdsl/facts/ranges.tsv with file and line.
+listed by hand in specdsl/facts/engine-ranges.tsv with file and line.
 
 Run in an environment with torch (any CPU build), transformers and pydantic
 (see docs/engines.md, "Flag tables per release"). Maintainer tool: not part
@@ -134,23 +134,34 @@ def _typ(action: argparse.Action) -> str:
         return "bool(store_false)"
     if action.nargs == 0:
         return "bool(store_true)"
-    t = action.type
-    name = getattr(t, "__name__", None) or type(t).__name__
-    if name in ("<lambda>", "partial"):
-        name = "str"
-    if "json" in name.lower() or name == "loads":
-        name = "json"
-    if "human_readable" in name:
-        name = "int(human-readable)"
-    if name in ("str", "int", "float", "json", "int(human-readable)"):
-        out = name
-    elif t is None:
-        out = "str"
-    else:
-        out = name
+    out = "str" if action.type is None else _type_name(action.type)
     if action.nargs not in (None, 0, 1):
         out += f" nargs={action.nargs}"
     return out
+
+
+def _type_name(t) -> str:
+    """The name of an argparse `type` callable as the flag tables write it.
+    vLLM wraps its types in closures (`optional_type(int)` is a function
+    `_optional_type` holding `return_type`): named by what they hold."""
+    name = getattr(t, "__name__", None) or type(t).__name__
+    cells = dict(zip(getattr(getattr(t, "__code__", None), "co_freevars", ()), t.__closure__ or ())) \
+        if getattr(t, "__closure__", None) else {}
+    inner = cells.get("return_type")
+    if name in ("_optional_type", "_parse_type") and inner is not None:
+        held = _type_name(inner.cell_contents)
+        return f"optional[{held}]" if name == "_optional_type" else held
+    if name == "parse_dataclass":
+        return "json(config object)"
+    if name == "union_dict_and_str":
+        return "json-or-str"
+    if name in ("<lambda>", "partial"):
+        return "str"
+    if "json" in name.lower() or name == "loads":
+        return "json"
+    if "human_readable" in name:
+        return "int(human-readable)"
+    return name
 
 
 def _cell(value) -> str:
@@ -236,22 +247,36 @@ def read(engine: str, wheel: Path, out: Path, extra: list[Path] = ()) -> None:
 
         # no GPU here: the parser must not depend on one (the CLI defaults are the classes')
         platforms._current_platform = UnspecifiedPlatform()
+        if not platforms._current_platform.device_type:
+            # from 0.26 on the parser builds VllmConfig's default sub-configs,
+            # and DeviceConfig's ("auto") asks the platform for its device
+            # type: a GPU build's is "cuda" (the CLI defaults do not read it)
+            platforms._current_platform.device_type = "cuda"
 
         version = importlib.metadata.version("vllm") if False else vllm.__version__
-        from vllm.entrypoints.openai.cli_args import make_arg_parser
+        # the serve parser's module moved between releases
+        for module in ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.launchers.cli_args",
+                       "vllm.entrypoints.common.cli_args"):
+            try:
+                make_arg_parser = importlib.import_module(module).make_arg_parser
+                break
+            except ModuleNotFoundError:
+                continue
+        else:
+            raise SystemExit("no make_arg_parser in this vLLM release")
 
         try:
             from vllm.utils.argparse_utils import FlexibleArgumentParser
         except ImportError:
             from vllm.utils import FlexibleArgumentParser
         parser = make_arg_parser(FlexibleArgumentParser())
-        where = "vllm/entrypoints/openai/cli_args.py make_arg_parser + vllm/engine/arg_utils.py (Async)EngineArgs.add_cli_args"
+        where = f"{module.replace('.', '/')}.py make_arg_parser + vllm/engine/arg_utils.py (Async)EngineArgs.add_cli_args"
         ranges = _vllm_ranges(vllm)
     else:
         raise SystemExit(f"unknown engine {engine!r} (sglang or vllm)")
     rows = _rows(parser)
     header = (
-        f"# source: the {engine}=={version} release wheel {wheel.name} (sha256 {digest}), parser built by "
+        f"# source: the {wheel.name.split('-')[0].replace('_', '-')}=={version} release wheel {wheel.name} (sha256 {digest}), parser built by "
         f"tools/read_engine_flags.py from {where}; {len(rows)} options; flag column lists every alias comma-separated "
         "(canonical first); defaults are argparse defaults before the server resolves them (None = resolved at startup); "
         "choices '|'-separated, as argparse checks them; range = the config field's pydantic constraints (vLLM) or empty"

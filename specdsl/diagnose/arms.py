@@ -22,6 +22,8 @@ import attrs
 from specdsl import stats
 from specdsl.apply.results import document_of, effective_of
 from specdsl.diagnose import gpus as gpu_facts
+from specdsl.facts.engines import engine as engine_facts
+from specdsl.facts.engines import engine_of_argv
 from specdsl.servers import adapter_for
 from specdsl.servers.args import asked_config
 from specdsl.servers.logscan import scan_log_sourced
@@ -104,7 +106,7 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
     if experiment is not None:
         engine = experiment.server.engine
     else:
-        engine = _engine_of(argv)
+        engine = engine_of_argv(argv)
     adapter = adapter_for(engine)
     environment = _environment_of(state, argv)
     packages = dict(environment.packages) if environment is not None else {}
@@ -117,7 +119,7 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
         args = {"model": experiment.server.model, **{k: text(v) for k, v in experiment.server.args}}
         declared = frozenset(asked_config(engine, experiment.server.args))
     else:
-        args = _args_from_argv(argv, experiment)
+        args = _args_from_argv(argv, experiment, engine)
         declared = frozenset(asked_config(engine, tuple(args.items())))
     _, version = adapter.distribution(_Packages(packages))
     warnings: list[str] = []
@@ -259,23 +261,11 @@ def _environment_of(state, argv: tuple[str, ...]):
     return None
 
 
-def _engine_of(argv: tuple[str, ...]) -> str:
-    joined = " ".join(argv)
-    if "sglang.launch_server" in joined:
-        return "sglang"
-    if "vllm" in joined:
-        return "vllm"
-    if len(argv) > 1 and Path(argv[0]).name == "transformers" or "transformers.cli" in joined:
-        return "transformers"
-    return "command"
-
-
-_OWN_FLAGS = ("host", "port")
-
-
-def _args_from_argv(argv: tuple[str, ...], experiment) -> dict[str, str]:
-    """`--flag value` / `--flag` pairs of a command line (not the ones
-    specdsl adds itself: host, port, model)."""
+def _args_from_argv(argv: tuple[str, ...], experiment, engine: str = "command") -> dict[str, str]:
+    """`--flag value` / `--flag` pairs of a command line, but the ones
+    specdsl adds itself (the engine's managed flags, facts/engines): host
+    and port left out, the model's flag (`model-path`) as `model`."""
+    managed = engine_facts(engine).managed
     out: dict[str, str] = {}
     items = list(argv)
     i = 0
@@ -289,8 +279,10 @@ def _args_from_argv(argv: tuple[str, ...], experiment) -> dict[str, str]:
                     i += 1
                 else:
                     value = "true"
-            if name not in _OWN_FLAGS:
-                out["model" if name == "model-path" else name] = value
+            if managed.get(name, name) == "model":
+                out["model"] = value
+            elif name not in managed:
+                out[name] = value
         elif i == 2 and len(items) > 1 and items[1] == "serve":  # `transformers serve MODEL`, `vllm serve MODEL`
             out["model"] = word
         i += 1

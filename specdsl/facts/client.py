@@ -1,5 +1,6 @@
 """What a server's OpenAI-compatible API accepts, as the benchmark client
-needs to know it (`ClientQuirks`, one per engine: `QUIRKS`), and the request
+needs to know it (`ClientQuirks`, one per engine: specdsl.facts.engines
+`QUIRKS`), and the request
 the client sends, as a template (`request_template`).
 
 Pure: planning reads the template into a benchmark's identity (graph/build:
@@ -7,7 +8,7 @@ a change of what the client would send, or of how it works within the
 server's API, reruns the benchmark, and `specdsl plan` names the field);
 the load generator (specdsl.bench.loadgen `request_body`) sends it with the
 prompt and the length filled in. The engine adapters (specdsl/servers)
-take their quirks from `QUIRKS`, so there is one source of them.
+take their quirks from the engines' facts, so there is one source of them.
 
 Token counts come from the server's `usage` when it sends one; otherwise
 from the tokenizer (when given) over the streamed text; otherwise one token
@@ -36,16 +37,8 @@ class ClientQuirks:
 
 
 BASIC = ClientQuirks(exact_len="", token_ids=False)
-
-# Per engine (specdsl.facts.ENGINES); each adapter's `quirks` is its entry.
-QUIRKS: dict[str, ClientQuirks] = {
-    "sglang": ClientQuirks(exact_len="ignore_eos", token_ids=True),
-    "vllm": ClientQuirks(exact_len="ignore_eos", token_ids=True),
-    # transformers serve 5.19 rejects unknown fields (ignore_eos: HTTP 422),
-    # takes text prompts only and sends no usage in the stream
-    "transformers": ClientQuirks(exact_len="generation_config", token_ids=False, stream_usage=False),
-    "command": BASIC,
-}
+# Each engine's quirks are in its module of specdsl.facts.engines
+# (`engines.QUIRKS`: by engine name); each adapter's `quirks` is its entry.
 
 # What stands for the values of one request in a template.
 PROMPT_TEXT, PROMPT_IDS, MESSAGES, MAX_TOKENS = "{prompt: text}", "{prompt: token ids}", "{messages}", "{max_tokens}"

@@ -231,7 +231,8 @@ def _request_once(work: _Work, server: config.Server, workload: config.Workload)
     field. None for the user's own benchmark command (it sends what it sends)."""
     if workload.command:
         return None
-    from specdsl.facts.client import BASIC, QUIRKS, client_settings, request_template
+    from specdsl.facts.client import BASIC, client_settings, request_template
+    from specdsl.facts.engines import QUIRKS
 
     key = (server.engine, server.model, workload.endpoint, workload.dataset, workload.ignore_eos)
 

@@ -3,16 +3,10 @@
 A host block declares its GPUs (`gpus = 8`, or the device ids
 `gpus = [0, 2, 5]`); a server declares what it needs (`gpus = 2`), or it
 is read from its args with the engines' flag tables (`specdsl.facts`,
-matched by destination, so every spelling and alias counts):
-
-- vLLM: tensor x pipeline x data parallel size (`--data-parallel-size-local`
-  in place of the data parallel size when given: the ranks on this node);
-  decode context parallelism runs inside the tensor-parallel group;
-- SGLang: tensor x pipeline x data parallel size, the data parallel size
-  left out with `--enable-dp-attention` (attention DP runs inside the TP
-  group), divided by `--nnodes`; expert parallelism is inside TP too;
-- `transformers serve`: 1;
-- `command`: the whole machine (specdsl cannot know what it uses).
+matched by destination, so every spelling and alias counts) by the
+engine's own rule (`gpus` of its module in specdsl/facts/engines: vLLM's
+and SGLang's parallel sizes, 1 for `transformers serve`, the whole machine
+for `command`).
 
 Pure: no I/O. Used by validate (a server needing more GPUs than its host
 has is an error), graph/plan (plan shows each server's GPUs) and apply
@@ -22,13 +16,8 @@ has is an error), graph/plan (plan shows each server's GPUs) and apply
 from __future__ import annotations
 
 from specdsl.facts import engine_flags
+from specdsl.facts.engines import engine
 from specdsl.model import config
-
-# (dest, ...) multiplied into the need; None: an arg that does not change it
-_SIZE_DESTS = {
-    "vllm": ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"),
-    "sglang": ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"),
-}
 
 WHOLE = None  # a need of the whole machine
 
@@ -50,43 +39,13 @@ def _arg_values(server: config.Server) -> dict[str, object]:
     return out
 
 
-def _int(value: object, default: int = 1) -> int:
-    if isinstance(value, bool):
-        return default
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return default
-
-
 def server_need(server: config.Server) -> int | None:
     """How many GPUs `server` uses: its `gpus`, else what its args say;
     `WHOLE` (None) for a server whose needs specdsl cannot read (the
     `command` engine without `gpus`)."""
     if server.gpus is not None:
         return server.gpus
-    if server.engine == "transformers":
-        return 1
-    dests = _SIZE_DESTS.get(server.engine)
-    if dests is None:
-        return WHOLE
-    args = _arg_values(server)
-    need = 1
-    for dest in dests:
-        if dest == "data_parallel_size":
-            if server.engine == "sglang" and args.get("enable_dp_attention") is True:
-                continue
-            if server.engine == "vllm" and "data_parallel_size_local" in args:
-                need *= max(1, _int(args["data_parallel_size_local"]))
-                continue
-        need *= max(1, _int(args.get(dest, 1)))
-    if server.engine == "sglang":
-        nodes = max(1, _int(args.get("nnodes", 1)))
-        need = max(1, -(-need // nodes))
-    return need
+    return engine(server.engine).gpus(_arg_values(server))
 
 
 def need_text(need: int | None, host: config.Host) -> str:

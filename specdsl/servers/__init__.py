@@ -1,13 +1,14 @@
 """servers: one adapter per serving engine, and the server lifecycle.
 
-Each engine module (`transformers`, `vllm`, `sglang`, `command`) holds
-everything specdsl knows about that engine in one `Adapter`: argv, readiness
-URL, log facts, the engine's own report of its effective configuration, and
-the client quirks the load generator respects. `lifecycle` starts a server
+Each engine module (`transformers`, `vllm`, `sglang`, `command`) holds one
+`Adapter`: argv, readiness URL and the engine's own report of its
+effective configuration; what specdsl knows of the engine as data (flag
+tables, log patterns, client quirks, diagnosis impact, metrics) it reads
+from the engine's pure module in specdsl/facts/engines. `lifecycle` starts a server
 on a `Host` (its own process group, a log on the host), waits until it
 answers a real completion, reads its effective configuration and stops it;
 it never creates a host or a process itself. Adding an engine is one module
-and one line in `ADAPTERS`.
+here, one line in `ADAPTERS` and its facts module.
 
 Imports: hosts, bench (client quirks), provision (EnvInfo), model, facts;
 never graph, plan, apply or cli.

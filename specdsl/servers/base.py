@@ -1,23 +1,26 @@
 """What every server adapter gives, and the values a running server is known by.
 
-An `Adapter` holds everything specdsl knows about one serving engine: the
-distributions that provide it, the argv that starts it, the URL whose 200
-means "started", the log patterns that set effective-configuration keys, the
-engine's own report of its configuration, and the client quirks the load
-generator must respect. Adding an engine (TensorRT-LLM, llama.cpp server) is
-one module with one `Adapter` and one line in `servers/__init__.py`.
+An `Adapter` drives one serving engine: the argv that starts it, the URL
+whose 200 means "started", and the engine's own report of its
+configuration; what specdsl knows of the engine as data (distributions,
+client quirks, the log patterns that set effective-configuration keys, what
+moves its performance) is its `facts`, the engine's pure module in
+specdsl/facts/engines. Adding an engine (TensorRT-LLM, llama.cpp server) is
+that module, one module here with one `Adapter` and one line in
+`servers/__init__.py`.
 """
 
 from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import attrs
 
-from specdsl.bench.quirks import QUIRKS, ClientQuirks
 from specdsl.bench.serverside import ServerSide
+from specdsl.facts.engines import Engine
+from specdsl.facts.engines import engine as engine_facts
 from specdsl.model.config import Server
 from specdsl.provision import EnvInfo
 
@@ -72,40 +75,32 @@ class LaunchError(Exception):
 class Adapter:
     """The default adapter; each engine module subclasses what differs.
 
-    `keyed` maps a log pattern's regex text (as in specdsl/facts) to the
-    effective keys its groups set (None skips a group); `default_backend`
-    lists patterns that mean "the server chose its attention backend
-    itself"; `kv_lists` patterns whose last group is a `k=v, ...` dump.
-
-    Beside its API: `cache_reset` is the (method, path) that empties the
-    server's prefix cache (None: the engine has none), with
-    `cache_reset_hint` for a server that answers 404 there; `counters` and
-    `gauges` map the client's vocabulary of server-side quantities
-    (specdsl.bench.serverside) to the engine's Prometheus metrics at
-    `metrics_path`. `server_side()` gives them to the load generator.
-
-    For diagnosis (specdsl.diagnose, docs/diagnose.md): `impact` maps the
-    effective keys known to move this engine's performance to why, in one
-    line; `impact_packages` the same for distributions (kernels, the engine
-    itself). A difference in one of them ranks above the others. `volatile`
-    names the effective keys whose value changes between any two launches
-    of one configuration (ports, seeds): a diagnosis hides them as noise,
-    with those it learns from the launches of one arm."""
+    What specdsl knows of the engine as data is its `facts`
+    (specdsl/facts/engines: an `Engine`); the adapter reads its
+    distributions, client quirks, log patterns (`keyed`, `default_backend`,
+    `kv_lists`), diagnosis tables (`impact`, `impact_packages`,
+    `volatile`) and what its server offers beside the API (`cache_reset`,
+    `counters`, `gauges`, ...) there, and adds what needs a process, a file
+    or the network: the argv that starts it, its readiness URL and its own
+    report of its configuration. `server_side()` gives the load generator
+    what it may ask the server beside its API."""
 
     name = "command"
-    distributions: tuple[str, ...] = ()
-    quirks: ClientQuirks = QUIRKS["command"]  # one source with planning (specdsl.facts.client)
-    keyed: Mapping[str, tuple[str | None, ...]] = {}
-    default_backend: frozenset[str] = frozenset()
-    kv_lists: frozenset[str] = frozenset()
-    cache_reset: tuple[str, str] | None = None
-    cache_reset_hint: str = ""
-    metrics_path: str = "/metrics"
-    counters: Mapping[str, str] = {}
-    gauges: Mapping[str, str] = {}
-    impact: Mapping[str, str] = {}
-    impact_packages: Mapping[str, str] = {}
-    volatile: frozenset[str] = frozenset({"port"})
+    facts: Engine = engine_facts("command")
+
+    distributions = property(lambda self: self.facts.distributions)
+    quirks = property(lambda self: self.facts.quirks)  # one source with planning (facts.engines.QUIRKS)
+    keyed = property(lambda self: self.facts.keyed)
+    default_backend = property(lambda self: self.facts.default_backend)
+    kv_lists = property(lambda self: self.facts.kv_lists)
+    impact = property(lambda self: self.facts.impact)
+    impact_packages = property(lambda self: self.facts.impact_packages)
+    volatile = property(lambda self: self.facts.volatile)
+    cache_reset = property(lambda self: self.facts.cache_reset)
+    cache_reset_hint = property(lambda self: self.facts.cache_reset_hint)
+    metrics_path = property(lambda self: self.facts.metrics_path)
+    counters = property(lambda self: self.facts.counters)
+    gauges = property(lambda self: self.facts.gauges)
 
     def server_side(self) -> ServerSide:
         """What the load generator may ask this engine's server beside its API."""

@@ -29,90 +29,18 @@ from typing import Any
 
 import requests
 
-from specdsl.bench.quirks import QUIRKS
+from specdsl.facts.engines import sglang as sglang_facts
 from specdsl.hosts.http import session
 from specdsl.servers.args import render_args
 from specdsl.servers.base import Adapter
 
-_NOT_SPECIFIED = r"Attention backend not specified\. Use (\S+) backend by default\."  # 0.5.9
-_NOT_EXPLICIT = r"Attention backend not explicitly specified\. Use (\S+) backend by default\."  # 0.5.6
 # what /server_info says for a setting it leaves to be resolved at startup
 _UNRESOLVED = ("auto", None, "")
 
 
 class Sglang(Adapter):
     name = "sglang"
-    distributions = ("sglang",)
-    quirks = QUIRKS["sglang"]  # one source with planning (specdsl.facts.client)
-    keyed = {
-        _NOT_SPECIFIED: ("attention_backend",),
-        _NOT_EXPLICIT: ("attention_backend",),
-        r"Attention backend not specified\. Falling back to '([^']+)' for deterministic inference\.": ("attention_backend",),
-        r"(?:Use|Using) (\S+) as attention backend (?:on (\S+) )?for (\S+?)\.?$": ("attention_backend", None, None),
-        r"Use (\S+) as attention backend on (\S+) for Llama4 model": ("attention_backend", None),  # 0.5.6
-        r"Using hybrid attention backend for decode and prefill: decode_backend=(\S+), prefill_backend=(\S+)\.": (
-            "decode_attention_backend", "prefill_attention_backend"),
-        r"Using KV cache dtype: (\S+)": ("kv_cache_dtype",),
-        r"Load weight end\. elapsed=([\d.]+) s, type=(\w+), dtype=(\S+), avail mem=([\d.]+) GB, mem usage=([\d.]+) GB\.": (
-            None, "architecture", "dtype", None, "weights_mem_gb"),
-        r"Load weight end\. type=(\w+), dtype=(\S+), avail mem=([\d.]+) GB, mem usage=([\d.]+) GB\.": (
-            "architecture", "dtype", None, "weights_mem_gb"),
-        # 0.5.17: no dtype= in the weights line; the KV cache line names its dtype
-        r"Load weight end\. elapsed=([\d.]+) s, type=(\w+), (?:[^,]*, )?avail mem=([\d.]+) GB, mem usage=([\d.]+) GB\.": (
-            None, "architecture", None, "weights_mem_gb"),
-        r"KV Cache is allocated\. dtype: (\S+), #tokens: (\d+), (?:K size: ([\d.]+) GB, V size: ([\d.]+) GB|KV size: ([\d.]+) GB)": (
-            "kv_cache_dtype", None, None, None, None),
-    }
-    default_backend = frozenset({_NOT_SPECIFIED, _NOT_EXPLICIT})
-    kv_lists = frozenset({r"server_args=ServerArgs\((.*)\)$"})
-    cache_reset = ("POST", "/flush_cache")
-    impact = {
-        "attention_backend": "the attention kernel runs in every layer of every step (the story's triton fallback)",
-        "decode_attention_backend": "the decode attention kernel runs in every decode step",
-        "prefill_attention_backend": "the prefill attention kernel sets time to first token",
-        "speculative_algorithm": "speculative decoding changes tokens per step",
-        "speculative_num_steps": "draft length changes accepted tokens per step",
-        "speculative_eagle_topk": "draft width changes accepted tokens per step",
-        "speculative_num_draft_tokens": "draft tokens per step change accepted tokens and verify cost",
-        "kv_cache_dtype": "the KV cache precision changes memory traffic of attention",
-        "disable_cuda_graph": "without CUDA graphs every decode step pays kernel launch overhead",
-        "cuda_graph_max_bs": "batches above it run without CUDA graphs",
-        "tp_size": "tensor parallelism changes per-GPU work and all-reduce traffic",
-        "ep_size": "expert parallelism changes MoE all-to-all traffic",
-        "dp_size": "data parallel attention changes per-GPU batch",
-        "enable_dp_attention": "data parallel attention changes per-GPU batch",
-        "moe_runner_backend": "the MoE kernel runs in every MoE layer",
-        "moe_a2a_backend": "the MoE all-to-all path",
-        "quantization": "quantized weights change kernels and precision",
-        "dtype": "the weights' precision",
-        "mem_fraction_static": "the KV pool size bounds running requests",
-        "max_running_requests": "caps the batch size",
-        "chunked_prefill_size": "prefill chunking trades TTFT for decode smoothness",
-        "disable_radix_cache": "without the radix cache shared prefixes are recomputed",
-        "disable_overlap_schedule": "without the overlap scheduler CPU work stalls the GPU",
-        "enable_torch_compile": "torch.compile changes the kernels",
-        "enable_symm_mem": "symmetric memory changes all-reduce",
-        "enable_flashinfer_allreduce_fusion": "fused all-reduce changes TP communication",
-        "disable_custom_all_reduce": "falls back to NCCL all-reduce",
-        "page_size": "KV page size can force another attention kernel",
-    }
-    # chosen afresh at each launch (specdsl picks the port; SGLang draws the rest)
-    volatile = frozenset({"port", "nccl_port", "random_seed", "dist_init_addr"})
-    impact_packages = {
-        "sglang": "the serving engine itself",
-        "sgl-kernel": "SGLang's own kernels (attention, MoE, quantization)",
-        "flashinfer-python": "the flashinfer attention and sampling kernels",
-        "torch": "the kernels, CUDA runtime and NCCL every step runs",
-        "triton": "the triton kernels (the triton attention backend among them)",
-        "deep-gemm": "the DeepGEMM FP8 matmul kernels",
-    }
-    counters = {
-        "requests": "sglang:num_requests",
-        "prompt_tokens": "sglang:prompt_tokens",
-        "generation_tokens": "sglang:generation_tokens",
-        "cached_prompt_tokens": "sglang:cached_tokens",
-    }
-    gauges = {"spec_accept_length": "sglang:spec_accept_length", "spec_accept_rate": "sglang:spec_accept_rate"}
+    facts = sglang_facts.ENGINE  # flags, quirks, log patterns, impact (specdsl/facts/engines/sglang.py)
 
     def argv(self, server, env, bind, port, host=None):
         return [env.python, "-m", "sglang.launch_server", "--model-path", server.model, "--host", bind, "--port", str(port),

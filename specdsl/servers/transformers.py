@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from specdsl.bench.quirks import QUIRKS
+from specdsl.facts.engines import transformers as transformers_facts
 from specdsl.servers.args import render_args
 from specdsl.servers.base import Adapter, console_script
 
@@ -28,22 +28,7 @@ _CB = re.compile(r"\[Request received\].*CB: (True|False)")
 
 class Transformers(Adapter):
     name = "transformers"
-    distributions = ("transformers",)
-    quirks = QUIRKS["transformers"]  # one source with planning (specdsl.facts.client)
-    impact = {
-        "continuous_batching": "without continuous batching the server answers one request at a time",
-        "cb_num_blocks": "the KV cache size of continuous batching bounds how many requests run together",
-        "cb_max_memory_percent": "the KV cache size of continuous batching bounds how many requests run together",
-        "attn_implementation": "the attention kernel sets the speed of every step",
-        "dtype": "the weights' precision sets the cost of every matrix product",
-        "device": "the device the model runs on",
-        "quantization": "quantized weights change the kernels and the precision",
-    }
-    impact_packages = {
-        "transformers": "the serving engine itself",
-        "torch": "the kernels every step runs",
-        "kernels": "the attention and matmul kernels transformers loads",
-    }
+    facts = transformers_facts.ENGINE  # flags, quirks, log patterns, impact (specdsl/facts/engines/transformers.py)
 
     def argv(self, server, env, bind, port, host=None):
         head = console_script(env, "transformers", "transformers.cli.transformers", host)

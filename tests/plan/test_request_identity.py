@@ -14,7 +14,7 @@ import pytest
 
 from specdsl.bench.datasets import Prompt
 from specdsl.bench.loadgen import request_body
-from specdsl.facts import ENGINES, client
+from specdsl.facts import ENGINES, client, engines
 from specdsl.plan.model import Action
 from specdsl.servers import ADAPTERS
 from specdsl.state import StepRecord
@@ -61,7 +61,7 @@ def test_the_template_is_the_body_the_client_sends(engine, ignore_eos, endpoint,
 def test_each_adapter_takes_its_quirks_from_the_one_table():
     # so a quirk changed in the adapter is a quirk changed for planning too
     for name, adapter in ADAPTERS.items():
-        assert adapter.quirks is client.QUIRKS[name], name
+        assert adapter.quirks is engines.QUIRKS[name], name
 
 
 def _bench_change(plan, addr="benchmark.base"):
@@ -98,8 +98,8 @@ def test_a_quirk_changed_in_the_adapter_reruns(tmp_path, monkeypatch):
     _, same = plan_for(resolve_text(tmp_path, SPEC), state)
     assert _bench_change(same).action is Action.REUSE and _bench_change(same, "benchmark.cand").action is Action.REUSE
     # the sglang adapter stops asking for usage in the stream
-    monkeypatch.setitem(client.QUIRKS, "sglang", attrs.evolve(client.QUIRKS["sglang"], stream_usage=False))
-    assert ADAPTERS["sglang"].quirks is not client.QUIRKS["sglang"]  # (the adapter class read it at import)
+    monkeypatch.setitem(engines.QUIRKS, "sglang", attrs.evolve(engines.QUIRKS["sglang"], stream_usage=False))
+    assert ADAPTERS["sglang"].quirks is not engines.QUIRKS["sglang"]  # (the adapter class read it at import)
     _, plan = plan_for(resolve_text(tmp_path, SPEC), state)
     bench = _bench_change(plan)
     assert bench.action is Action.RUN
