@@ -49,7 +49,7 @@ KV_LISTS = frozenset({r"server_args=ServerArgs\((.*)\)$"})
 CACHE_RESET = ("POST", "/flush_cache")
 # for diagnosis: the effective keys and distributions that move its performance, and why
 IMPACT = {
-    "attention_backend": "the attention kernel runs in every layer of every step (the story's triton fallback)",
+    "attention_backend": "the attention kernel runs in every layer of every step",
     "decode_attention_backend": "the decode attention kernel runs in every decode step",
     "prefill_attention_backend": "the prefill attention kernel sets time to first token",
     "speculative_algorithm": "speculative decoding changes tokens per step",
