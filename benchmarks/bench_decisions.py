@@ -3,7 +3,7 @@ today's paired design against the working tree's, in one interleaved run
 (issue 22).
 
     python benchmarks/bench_decisions.py [--aa 8] [--power 4] [--story 1] [--seed 1] [--write]
-                                         [--old-ref 320c718 | --old DIR]
+                                         [--old-ref 320c718 | --old DIR | --new-only] [--story-blocks 1,4]
 
 Each apply is the real CLI (`specdsl apply SPEC --yes --json`, a process
 of its own, state in a fresh folder) against the decision double
@@ -35,7 +35,11 @@ Scenarios (the noise of the double: `--launch-sd`, `--noise`,
   1.05, both against the baseline with `>= baseline * 1.03`, the upgrade
   must FAIL and the fix PASS), with the story's quieter noise and no cold
   start unless asked (`--story-*`):
-  the launches of the whole apply (baseline, upgrade and fix together).
+  the launches of the whole apply (baseline, upgrade and fix together);
+  `--story-blocks 1,4` replays it once per `block` (runs per launch) the
+  story's workload declares, interleaved (default: none declared).
+
+`--new-only` runs the working tree alone (no worktree of the old design).
 
 Launches are the apply's own count (`launches` in its JSON) and are checked
 against the double's life file (one `start` line per launch). Wall time is
@@ -81,8 +85,9 @@ def server_block(name: str, speed: float, life: Path, seed: int, epoch: float, n
 
 def workload_block(noise: dict) -> str:
     c = noise["concurrency"]
+    block = f'  block = {noise["block"]}\n' if noise.get("block") else ""
     return (f'workload "w" {{\n  endpoint = "completions"\n  input_len = 8\n  output_len = {noise["output_len"]}\n  requests = {c}\n'
-            f'  concurrency = {c}\n  runs = {noise["runs"]}\n  max_runs = {noise["max_runs"]}\n'
+            f'  concurrency = {c}\n  runs = {noise["runs"]}\n  max_runs = {noise["max_runs"]}\n{block}'
             '  timeout = 60s\n}\n')
 
 
@@ -182,10 +187,11 @@ def mean_text(xs: list[float], digits: int = 1) -> str:
 
 def summarise(records: list[dict], side: str) -> dict:
     rows = {}
-    for scenario in ("aa", "power", "story"):
+    stories = sorted({r["scenario"] for r in records if r["scenario"].startswith("story")})
+    for scenario in ("aa", "power", *stories):
         rs = [r for r in records if r["side"] == side and r["scenario"] == scenario]
         ok = [r for r in rs if "error" not in r]
-        if scenario == "story":
+        if scenario.startswith("story"):
             verdicts = [tuple(r["verdicts"].get(x, ("missing", None, "-"))[0] for x in STORY_EXPECTED) for r in ok]
             shown = ["; ".join(f"{x} {r['verdicts'].get(x, ('missing', None, '-'))[0].upper()} "
                                f"{r['verdicts'].get(x, ('missing', None, '-'))[2]}, n={r['verdicts'].get(x, ('', None))[1]}"
@@ -213,7 +219,9 @@ def table(summary: dict[str, dict], args) -> list[str]:
              "| launches to a decision | wall s to a decision |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for side, rows in summary.items():
         for scenario in ("aa", "power"):
-            r = rows[scenario]
+            r = rows.get(scenario)
+            if r is None:
+                continue
             if not r["n"]:
                 continue
             label = {"aa": "A/A, `>= baseline * 1.0`", "power": f"x{args.effect:g}, `>= baseline * 1.0`"}[scenario]
@@ -221,22 +229,28 @@ def table(summary: dict[str, dict], args) -> list[str]:
                          f" | {share(r['pass'], r['ok'])} | {share(r['fail'], r['ok'])} | {share(r['inconclusive'], r['ok'])} "
                          f"| {mean_text(r['launches'])} | {mean_text(r['pairs'])} | {mean_text(r['wall'])} "
                          f"| {mean_text(r['launches_decided'])} | {mean_text(r['wall_decided'])} |")
-    story = ["| design | applies | verdicts (ratio [one-sided 95% bounds], pairs) | as the story's (upgrade FAIL, fix PASS) | launches, baseline + upgrade + fix "
-             "| wall s |", "|---|---|---|---|---|---|"]
+    story = ["| design | story's `block` | applies | verdicts (ratio [one-sided 95% bounds], pairs) | as the story's (upgrade FAIL, fix PASS) "
+             "| launches, baseline + upgrade + fix | wall s |", "|---|---|---|---|---|---|---|"]
     for side, rows in summary.items():
-        r = rows["story"]
-        if not r["n"]:
-            continue
-        seen = " / ".join(r["shown"]) or "-"
-        story.append(f"| {side} | {r['n']}" + (f" ({r['errors']} errors)" if r["errors"] else "") +
-                     f" | {seen} | {r['expected']}/{len(r['verdicts'])} | "
-                     f"{', '.join(map(str, r['launches'])) or '-'} | {mean_text(r['wall'])} |")
+        for scenario, r in rows.items():
+            if not scenario.startswith("story") or not r["n"]:
+                continue
+            seen = " / ".join(r["shown"]) or "-"
+            block = scenario.split("-b")[1] if "-b" in scenario else "none"
+            story.append(f"| {side} | {block} | {r['n']}" + (f" ({r['errors']} errors)" if r["errors"] else "") +
+                         f" | {seen} | {r['expected']}/{len(r['verdicts'])} | "
+                         f"{', '.join(map(str, r['launches'])) or '-'} | {mean_text(r['wall'])} |")
     return lines + [""] + story
 
 
-def noise_of(args, story: bool) -> dict:
+def story_scenarios(args) -> list[str]:
+    """'story' (no block declared), or 'story-bB' per `--story-blocks`."""
+    return [f"story-b{b}" if b else "story" for b in args.story_blocks]
+
+
+def noise_of(args, story: bool, block: int | None = None) -> dict:
     pick = (lambda name: getattr(args, f"story_{name}") if story else getattr(args, name))
-    return {"launch_sd": pick("launch_sd"), "noise": pick("noise"), "cold_pause": pick("cold_pause"), "drift": args.drift,
+    return {"block": block, "launch_sd": pick("launch_sd"), "noise": pick("noise"), "cold_pause": pick("cold_pause"), "drift": args.drift,
             "ttft_ms": args.ttft_ms, "itl_ms": args.itl_ms, "concurrency": args.concurrency, "runs": args.runs,
             "output_len": args.output_len,
             "max_runs": args.max_runs}
@@ -245,7 +259,8 @@ def noise_of(args, story: bool) -> dict:
 def jobs(args) -> list[tuple[str, int]]:
     out = []
     for i in range(max(args.aa, args.power, args.story)):
-        out += [(s, i) for s, n in (("aa", args.aa), ("power", args.power), ("story", args.story)) if i < n]
+        out += [(s, i) for s, n in (("aa", args.aa), ("power", args.power)) if i < n]
+        out += [(s, i) for s in story_scenarios(args) if i < args.story]
     return out
 
 
@@ -268,7 +283,8 @@ def run(args, sides: list[Side], scratch: Path) -> list[dict]:
         order = sides if (number % 2 == 0) else sides[::-1]
         for side in order:
             folder = scratch / f"{scenario}-{i}-{side.name}"
-            text = spec_text(speeds, cands, folder / "life.txt", seed, noise_of(args, scenario == "story"))
+            block = int(scenario.split("-b")[1]) if "-b" in scenario else None
+            text = spec_text(speeds, cands, folder / "life.txt", seed, noise_of(args, scenario.startswith("story"), block))
             rec = dict(side.apply(folder, text, args.timeout), side=side.name, scenario=scenario, index=i)
             records.append(rec)
             shown = rec.get("error") or f"exit {rec['exit']}, {rec['launches']} launches, {rec['wall_s']:.1f}s, {rec['verdicts']}"
@@ -291,6 +307,9 @@ def main(argv=None) -> int:
     ap.add_argument("--story-launch-sd", type=float, default=0.01)
     ap.add_argument("--story-noise", type=float, default=0.005)
     ap.add_argument("--story-cold-pause", type=float, default=0.0)
+    ap.add_argument("--story-blocks", type=lambda text: [int(x) for x in text.split(",")], default=[0],
+                    help="replay the story once per `block` its workload declares, comma-separated (0: none declared)")
+    ap.add_argument("--new-only", action="store_true", help="run the working tree alone (no old design)")
     ap.add_argument("--cold-pause", type=float, default=0.2, help="seconds the first `concurrency` requests of a launch wait")
     ap.add_argument("--drift", type=float, default=0.001, help="the machine's speed drift per second")
     # ITL 50 ms: the client's lag limit is a tenth of the ITL (at least 2 ms), and this loaded
@@ -308,13 +327,15 @@ def main(argv=None) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="bench-decisions-"))
     try:
         with contextlib.ExitStack() as stack:
-            old = args.old.resolve() if args.old else stack.enter_context(old_tree(args.old_ref, scratch))
-            sides = [Side("today", old, scratch), Side("new", args.new.resolve(), scratch)]
+            sides = [Side("new", args.new.resolve(), scratch)]
+            if not args.new_only:
+                old = args.old.resolve() if args.old else stack.enter_context(old_tree(args.old_ref, scratch))
+                sides.insert(0, Side("today", old, scratch))
             records = run(args, sides, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     wall = time.monotonic() - t0
-    summary = {side: summarise(records, side) for side in ("today", "new")}
+    summary = {side: summarise(records, side) for side in (("new",) if args.new_only else ("today", "new"))}
     body = table(summary, args)
     print("\n".join(body))
     print(f"\n{wall:.0f} s")
@@ -330,6 +351,10 @@ def write_section(args, body: list[str], records: list[dict], wall: float) -> No
     head += " with uncommitted changes" if dirty else ""
     defaults = {"aa": 8, "power": 4, "story": 1, "seed": 1}
     flags = "".join(f" --{k} {getattr(args, k)}" for k, v in defaults.items() if getattr(args, k) != v)
+    flags += "".join(f" --{k.replace('_', '-')} {getattr(args, k):g}" for k, v in (("story_launch_sd", 0.01),)
+                     if getattr(args, k) != v)
+    flags += f" --story-blocks {','.join(map(str, args.story_blocks))}" if args.story_blocks != [0] else ""
+    flags += " --new-only" if args.new_only else ""
     machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, shared with other "
                f"helpers' runs (load average {os.getloadavg()[0]:.1f} at the end)")
     warnings = sorted({r["warning"] for r in records if r.get("warning")})
