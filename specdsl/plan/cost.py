@@ -157,10 +157,15 @@ def _time_span(a: float | None, b: float | None, why: str) -> str:
     return f"~{duration_text(a)} to {duration_text(b)}"
 
 
-def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, most: int, durations: Durations) -> Cost:
+def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, most: int, durations: Durations,
+                block: int | None = None) -> Cost:
     """The cost of a paired benchmark measuring `first` pairs now, at most
-    `most` in all (`done` are recorded already and kept)."""
+    `most` in all (`done` are recorded already and kept); `block` runs of
+    each arm on each launch (None: the workload's `block`, else 1; the walk
+    runs what plan.looks.block_of says, a calibrated suggestion included)."""
     from specdsl.graph.pairs import launches
+
+    block = block if block is not None else (workload.block or 1)
 
     now, at_most = first, max(first, most - done)
     a, b = arm_launch_identity(content, "baseline"), arm_launch_identity(content, "candidate")
@@ -178,9 +183,9 @@ def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, mo
         if missing:
             return None
         launch = statistics.fmean(per_launch) + (workload.warmup_time or 0.0)
-        return launches(pairs) * launch + pairs * (workload.block or 1) * (sum(per_run) + 2 * workload.cooldown)
+        return launches(pairs) * launch + pairs * block * (sum(per_run) + 2 * workload.cooldown)
 
-    return Cost(addr, 2 * (workload.block or 1) * now, 2 * (workload.block or 1) * at_most, launches(now), launches(at_most),
+    return Cost(addr, 2 * block * now, 2 * block * at_most, launches(now), launches(at_most),
                 now, at_most, seconds(now), seconds(at_most), "; ".join(missing))
 
 
@@ -238,9 +243,9 @@ class Undecided:
 
 
 def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, durations: Durations,
-                 calibrated: float | None, spec: str) -> Undecided:
+                 calibrated: float | None, spec: str, block: int | None = None) -> Undecided:
     """What would decide the inconclusive verdict `verdict_run` of `check_step`
-    (on the results of `bench_step`)."""
+    (on the results of `bench_step`, `block` runs of each arm a launch)."""
     from specdsl.graph.pairs import launches
     from specdsl.plan.diff import max_runs
 
@@ -286,7 +291,7 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     cost = None
     try:
         cost = paired_cost(bench_step.addr, bench_step.content, workload, done=done, first=more, most=more,
-                           durations=durations)
+                           durations=durations, block=block)
     except (KeyError, TypeError):
         cost = None
     seconds = cost.seconds_first if cost is not None else None

@@ -33,7 +33,7 @@ from specdsl.graph.build import Graph
 from specdsl.graph.pairs import launches
 from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
-from specdsl.plan.looks import first_pairs, max_runs
+from specdsl.plan.looks import block_of, first_pairs, max_runs
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
 from specdsl.state.promotions import Index, verdict_of
 from specdsl.verdict.decision import Status as VerdictStatus
@@ -213,7 +213,7 @@ def make_plan(
             else:
                 action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
             if action is Action.RUN and "paired" in step.payload:
-                reason += "" if addr in going_on else "; " + paired_cost(step)
+                reason += "" if addr in going_on else "; " + paired_cost(step, state)
                 gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
                 reason += f"; both arms on {gpus}" if gpus else ""
             if action is Action.RUN and step.payload["experiment"].workload.command:
@@ -301,7 +301,7 @@ def make_plan(
             changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(natural_sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
                                    change.identity, (), change.deps, change.after, change.experiments, change.host)
 
-    costs = _costs(graph, [a for a in order if a in bench_runs], more_runs, actions, durations, going_on)
+    costs = _costs(graph, [a for a in order if a in bench_runs], more_runs, actions, durations, going_on, state)
     drift = tuple(refresh.drift)
     lineage = state.lineage if state is not None else None
     serial = state.serial if state is not None else 0
@@ -337,10 +337,12 @@ def _undecided_checks(graph: Graph, addr: str, index: Index) -> list[str]:
     return natural_sorted(out)
 
 
-def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, durations, going_on: dict) -> tuple:
+def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, durations, going_on: dict, state=None) -> tuple:
     """The cost of each benchmark that runs, in plan order (specdsl.plan.cost);
     an undecided comparison that goes on measures one pair before its next
-    look (past the horizon, every pair is a look) and at most its budget."""
+    look (past the horizon, every pair is a look) and at most its budget,
+    with the runs per launch the walk will use (plan.looks.block_of: a
+    calibrated suggestion when the workload declares none)."""
     from specdsl.plan.cost import paired_cost as cost_of_pairs
     from specdsl.plan.cost import plain_cost
 
@@ -349,14 +351,16 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
         step = graph.steps[addr]
         workload = step.payload["experiment"].workload
         have, want = more_runs.get(addr, (0, None))
+        block = block_of(workload, state, step.payload["experiment"].name) if "paired" in step.payload else None
         if "paired" in step.payload and addr in going_on:
             have, budget, _ = going_on[addr]
-            out.append(cost_of_pairs(addr, step.content, workload, done=have, first=1, most=budget, durations=durations))
+            out.append(cost_of_pairs(addr, step.content, workload, done=have, first=1, most=budget, durations=durations,
+                                     block=block))
             continue
         if "paired" in step.payload:
             first = (want - have) if want is not None else first_pairs(workload)
             out.append(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload),
-                                     durations=durations))
+                                     durations=durations, block=block))
             continue
         launch = step.deps[0]
         starts = actions.get(launch) in (Action.CREATE, Action.REPLACE) and launch not in launched
@@ -383,7 +387,7 @@ def _undecided(graph: Graph, step, state, index: Index, bench_runs: set[str], du
     if exp.promote:
         not_promoted = f"nothing was promoted to track {exp.promote}: {step.addr} was inconclusive, and a promotion needs every check to pass"
     return undecided_of(step, run, graph.steps[bench_addr], not_promoted=not_promoted, durations=durations,
-                        calibrated=_calibrated(step, state), spec=spec)
+                        calibrated=_calibrated(step, state), spec=spec, block=block_of(exp.workload, state, exp.name))
 
 
 def _calibrated(step, state) -> float | None:
@@ -458,19 +462,21 @@ def command_preview(exp) -> str:
     return shlex.join(secrets.redact_argv(expand_argv(exp.workload.command, values)))
 
 
-def paired_cost(step) -> str:
+def paired_cost(step, state=None) -> str:
     """What a paired benchmark measured from nothing will cost, as its
-    plan line says: pairs to the first look, launches, runs, and the budget
+    plan line says: pairs to the first look, launches, runs (with the runs
+    per launch the walk will use: plan.looks.block_of), and the budget
     adaptive pairs may use (an undecided one that goes on says its own:
     "continue: ...")."""
     workload = step.payload["experiment"].workload
+    block = block_of(workload, state, step.payload["experiment"].name)
     pairs = first_pairs(workload)
     most = max_runs(workload)
     against = step.payload["paired"].name
     if "track_lock" in step.payload:
         against = f"track {step.payload['experiment'].baseline.name} rebuilt from {step.payload['track_lock']}"
     text = (f"paired with {against} (two fresh launches a pair): {pairs} pair{'s' if pairs != 1 else ''} "
-            f"to the first look, {launches(pairs)} launches, {2 * pairs * (workload.block or 1)} runs")
+            f"to the first look, {launches(pairs)} launches, {2 * pairs * block} runs")
     if most > first_pairs(workload):
         text += f"; up to {most - pairs} more pairs while undecided"
     return text

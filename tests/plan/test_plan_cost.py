@@ -247,3 +247,29 @@ def test_diff_reads_the_paired_arm_of_a_baseline_measured_only_there(tmp_path):
     run_, exp, arm = side_of(state, tmp_path, cfg, graph, "base")
     assert run_.step == "benchmark.cand" and exp.name == "base" and arm == "baseline"
     assert side_of(state, tmp_path, cfg, graph, "cand")[2] == "candidate"
+
+
+def test_a_calibrated_block_is_what_the_plan_counts_runs_by(tmp_path):
+    """A workload that declares no `block` runs what `specdsl calibrate`
+    suggested on each launch (plan.looks.block_of, as the walk does): the
+    plan's runs, its benchmark line and the time of the runs say that many,
+    and a declared `block` still wins."""
+    cfg, graph, state, state_dir = _recorded_durations_state(tmp_path)
+    w = cfg.experiment("cand").workload
+    assert w.block is None
+    durations = recorded_durations(state, state_dir, graph)
+    _, plain = plan_for(cfg, state, rerun=True, durations=durations)
+    calibrated = state.with_run(RunRecord(id="cal", step="calibrate.cand", identity="c", experiment="cand",
+                                          status="completed", started="t", metrics={"block.suggested": 3.0}))
+    _, plan = plan_for(cfg, calibrated, rerun=True, durations=durations)
+    most = max_runs(w)
+    before, after = plain.cost("benchmark.cand"), plan.cost("benchmark.cand")
+    assert (before.runs_first, before.runs_most) == (2 * 2, 2 * most)
+    assert (after.runs_first, after.runs_most) == (2 * 3 * 2, 2 * 3 * most)
+    assert (after.launches_first, after.launches_most) == (before.launches_first, before.launches_most)
+    # the same launches (12 s and 20 s), three runs of each arm (3 s + 2 s) a pair instead of one
+    assert after.seconds_first - before.seconds_first == pytest.approx(2 * 2 * 5.0)
+    assert f"{launches(2)} launches, {2 * 3 * 2} runs" in plan.change("benchmark.cand").reason
+    declared = resolve_text(tmp_path, SPEC.replace("requests    = 16", "requests    = 16\n  block       = 2"))
+    _, plan = plan_for(declared, calibrated, rerun=True, durations=durations)
+    assert plan.cost("benchmark.cand").runs_first == 2 * 2 * 2
