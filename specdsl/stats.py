@@ -109,3 +109,20 @@ RUN_MEDIAN = "median of the benchmark's runs"  # a benchmark measured alone (sta
 PAIR_GEOMEAN = "geometric mean of the pair ratios"  # a ratio verdict's estimate: exp(mean(log(B/A)))
 MEDIANS_RATIO = "ratio of the arms' medians"  # candidate median / baseline median: not what a verdict decides on
 RUN_MEAN = "mean of the runs"  # an absolute verdict's estimate (a t interval on the runs' values)
+
+
+def significant(x: float, digits: int) -> str:
+    """`x` to `digits` significant digits, written as people write numbers:
+    never an exponent, whatever its size (`0.000005`, not `5e-06`; a
+    verdict line or a report is read, not parsed)."""
+    text = f"{x:.{digits}g}"
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    whole, _, frac = mantissa.lstrip("-").partition(".")
+    shift = int(exponent)
+    if shift < 0:
+        return f"{sign}0.{'0' * (-shift - 1)}{whole}{frac}"
+    body = (whole + frac).ljust(shift + 1, "0")
+    return f"{sign}{body[:shift + 1]}" + (f".{body[shift + 1:]}" if body[shift + 1:] else "")

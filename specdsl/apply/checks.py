@@ -23,6 +23,7 @@ import attrs
 from specdsl import stats
 from specdsl.model import ast
 from specdsl.model.metrics import DISTRIBUTIONS, SERVER_METRICS
+from specdsl.stats import significant
 from specdsl.verdict.decision import Status
 from specdsl.verdict.record import Verdict
 
@@ -156,7 +157,7 @@ def _target(ref: ast.Ref, mine, baseline):
 
 
 def _num(value: float) -> str:
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    return significant(value, 4) if isinstance(value, float) else str(value)
 
 
 def _text(expr) -> str:

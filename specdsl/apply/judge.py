@@ -39,6 +39,7 @@ from specdsl.apply import checks, counts
 from specdsl.apply.checks import Results
 from specdsl.model.assert_shape import shape_of
 from specdsl.plan.looks import ALPHA, schedule_for
+from specdsl.stats import significant
 from specdsl.verdict.decision import Status
 from specdsl.verdict.record import Verdict
 
@@ -135,7 +136,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
             d = v.absolute_decision(values, shape.op, base * k, alpha=alpha)
             note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
             return _verdict(name, d,
-                            note=_joined(f"baseline value {base:.4g} x {k:g}; {note}", v.describe_outliers(values, "the candidate's runs")))
+                            note=_joined(f"baseline value {significant(base, 4)} x {k:g}; {note}", v.describe_outliers(values, "the candidate's runs")))
         if shape.kind == "difference":
             return _difference(name, shape, measured, env, alpha)
         threshold = _constant(shape.k, env)
@@ -169,7 +170,7 @@ def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -
     values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
     note = measured.baseline_note or "the baseline was not measured alongside: drift between them is not controlled"
     return _verdict(name, v.absolute_decision(values, shape.op, base + d, alpha=alpha),
-                    note=_joined(f"baseline value {base:.4g} {'+' if d >= 0 else '-'} {abs(d):g}; {note}",
+                    note=_joined(f"baseline value {significant(base, 4)} {'+' if d >= 0 else '-'} {abs(d):g}; {note}",
                                  v.describe_outliers(values, "the candidate's runs")))
 
 

@@ -29,6 +29,7 @@ import attrs
 
 from specdsl.graph.steps import digest
 from specdsl.plan.looks import ALPHA  # the verdicts' level
+from specdsl.stats import significant
 
 # Beyond this many pairs a decision is not worth its launches: an undecided
 # verdict that would need more says that no affordable amount decides it.
@@ -283,7 +284,7 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
         far = f"{abs(effect - 1):.1%} from the threshold" if math.isfinite(effect) else "at the threshold"
         return attrs.evolve(base, noise=noise, mde_at_most=mde,
                             advice=(f"no affordable amount decides it: the estimate is {far}, and at the measured noise "
-                                    f"(sd {noise:.3g} of the log ratios) more than {AFFORDABLE_PAIRS} pairs would be needed; "
+                                    f"(sd {significant(noise, 3)} of the log ratios) more than {AFFORDABLE_PAIRS} pairs would be needed; "
                                     f"{most} pairs (max_runs) detect {mde - 1:.1%} beyond the threshold. Change the "
                                     f"threshold, or make the runs less noisy (longer runs, `block`, a quieter machine)"))
     needed = max(needed, done + 1)
@@ -295,7 +296,7 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     except (KeyError, TypeError):
         cost = None
     seconds = cost.seconds_first if cost is not None else None
-    what = (f"a decision needs about {needed} pairs at the measured noise (sd {noise:.3g} of the log ratios of "
+    what = (f"a decision needs about {needed} pairs at the measured noise (sd {significant(noise, 3)} of the log ratios of "
             f"{done} pairs) and estimate: {more} more pair{'s' if more != 1 else ''}, {launches(more)} launches, "
             + (f"~{duration_text(seconds)}" if seconds is not None else f"time unknown ({cost.unknown if cost else 'no durations'})"))
     todo = (f"raise `max_runs` of workload {workload.name} to {needed} and apply again" if needed > most

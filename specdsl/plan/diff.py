@@ -36,6 +36,7 @@ from specdsl.names import natural_sorted
 from specdsl.plan.looks import block_of, first_pairs, max_runs
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
 from specdsl.state.promotions import Index, verdict_of
+from specdsl.stats import significant
 from specdsl.verdict.decision import Status as VerdictStatus
 
 _DECIDE = {"benchmark": 0, "launch": 1, "provision": 2, "preflight": 3, "check": 4, "promote": 5, "teardown": 6}
@@ -440,7 +441,7 @@ def noise_note(step, state, spec: str, noise_runs: dict | None = None) -> str:
     at = f"{mde_ratio(sd, first) - 1:.1%} at {first} pairs"
     if most > first:
         at += f", {mde_ratio(sd, most) - 1:.1%} at {most}"
-    return f"; detectable effect {at} (noise {sd:.3g}, {source})"
+    return f"; detectable effect {at} (noise {significant(sd, 3)}, {source})"
 
 
 def command_preview(exp) -> str:

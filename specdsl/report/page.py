@@ -12,7 +12,7 @@ import base64
 import html
 import math
 
-from specdsl import secrets
+from specdsl import secrets, stats
 from specdsl.report import plots, release_page as release
 from specdsl.report.collections import SweepView, TrackView
 from specdsl.report.diagnosis import diagnosis_section
@@ -45,7 +45,7 @@ def num(x: float | None) -> str:
         return "inf" if x > 0 else "-inf"
     if isinstance(x, float) and math.isnan(x):
         return "nan"
-    return f"{x:.4g}" if abs(x) < 1e5 else f"{x:.0f}"
+    return stats.significant(x, 4) if abs(x) < 1e5 else f"{x:.0f}"
 
 
 def img(png: bytes | None, alt: str, name: str) -> str:

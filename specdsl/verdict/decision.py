@@ -112,16 +112,16 @@ def fmt(x: float) -> str:
         return "nan"
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
-    if 1e4 <= abs(x) < 1e15:
+    if 1e4 <= abs(x):
         return f"{x:.0f}"
-    return f"{x:.4g}"
+    return stats.significant(x, 4)
 
 
 def percent(x: float) -> str:
     """A percentage as people write it: 2 significant digits, never an exponent (220, 2.1, 0.35)."""
     if abs(x) >= 10:
         return f"{x:.0f}"
-    return f"{x:.2g}"
+    return stats.significant(x, 2)
 
 
 def level_text(level: float) -> str:

@@ -30,6 +30,8 @@ from __future__ import annotations
 import math
 import statistics
 
+from specdsl.stats import significant
+
 K = 3.5
 FLOOR = 0.03
 SCALE = 1.4826  # MAD -> sd for normal noise
@@ -56,7 +58,7 @@ def describe(values: list[float], what: str, labels: list[str] | None = None) ->
     bits = []
     for i, z in found:
         label = labels[i] if labels is not None else f"run {i}"
-        bits.append(f"{label} ({values[i]:.4g}, x{values[i] / med:.2f} of the median {med:.4g}, robust z {z:.1f})")
+        bits.append(f"{label} ({significant(values[i], 4)}, x{values[i] / med:.2f} of the median {significant(med, 4)}, robust z {z:.1f})")
     return (f"outlier{'s' if len(found) > 1 else ''} in {what}: " + ", ".join(bits)
             + f" (over {K * FLOOR:.1%} from the arm's median and beyond {K:g} robust sd of its log values;"
               " a warm-up the `warmup` requests did not cover?)")

@@ -204,3 +204,15 @@ def test_a_detectable_effect_is_written_as_people_write_percentages():
     d = ratio_decision([(100, 60), (100, 180)], ">=", 1.0)  # two far-apart pairs: undecided, a huge detectable effect
     assert d.verdict.name == "INCONCLUSIVE" and d.mde > 2.0
     assert "e+" not in d.line() and f"detectable at this n: {percent((d.mde - 1) * 100)}% beyond the threshold" in d.line()
+
+
+def test_small_and_large_numbers_never_print_an_exponent():
+    """A report once read `5e-06` for a tiny sd and `7e-05` for a percentage
+    (tests/report asserts no exponent anywhere on its page; it failed only
+    when a run happened to make such a number)."""
+    from specdsl.report.page import num
+    from specdsl.verdict.decision import fmt, percent
+
+    assert [fmt(x) for x in (5e-6, -1.234e-7, 0.01234, 1.5e16)] == ["0.000005", "-0.0000001234", "0.01234", "15000000000000000"]
+    assert [percent(x) for x in (0.00007, 0.000123)] == ["0.00007", "0.00012"]
+    assert [num(x) for x in (7e-5, 2.5e-9)] == ["0.00007", "0.0000000025"]
