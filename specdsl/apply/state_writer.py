@@ -22,7 +22,7 @@ import attrs
 import tomli_w
 
 from specdsl import private, secrets
-from specdsl.graph.build import server_content, stack_content
+from specdsl.graph.content import server_content, stack_content
 from specdsl.state import (
     LockInfo, RunRecord, State, StateError, StepRecord, new_run_id, run_folder, state_path, utc_now, write_state,
 )

@@ -33,6 +33,7 @@ import attrs
 
 from specdsl import secrets
 from specdsl.diag import Diagnostic
+from specdsl.graph.content import server_content, stack_content
 from specdsl.graph.steps import KIND_ORDER, Step, canonical_text, digest, step_digest
 from specdsl.model import config
 from specdsl.model.printer import number_text
@@ -163,44 +164,6 @@ class _Work:
 Transform = Callable[[_Work], None]
 
 
-def stack_content(stack: config.Stack) -> dict:
-    content = {
-        "python": stack.python,
-        "cuda": stack.cuda,
-        "packages": list(stack.packages),
-        "index": list(stack.index),
-        "find_links": list(stack.find_links),
-        "overrides": list(stack.overrides),
-        "exclude": list(stack.exclude),
-        "env": dict(stack.env),
-        "installer": stack.installer,
-    }
-    # What local find-links folders hold: a wheel rebuilt under its old name
-    # is a new stack. Only when there is such a folder (identities of other
-    # stacks stay as they were); each file hashed once (graph/find_links).
-    if stack.find_links:
-        from specdsl.graph.find_links import find_links_digests
-
-        digests = find_links_digests(stack.find_links)
-        if digests:
-            content["find_links_digest"] = digests
-    return content
-
-
-def server_content(server: config.Server) -> dict:
-    # ready_timeout and keep_running change how specdsl waits and cleans up,
-    # not the server: they are left out so changing them relaunches nothing.
-    out = {"engine": server.engine, "model": server.model, "args": {k: _jsonable(v) for k, v in server.args}, "env": dict(server.env)}
-    if server.port is not None:
-        out["port"] = server.port
-    if server.gpus is not None:  # how many GPUs it is given (left out when unset: identities stay)
-        out["gpus"] = server.gpus
-    if server.command:
-        out["command"] = list(server.command)
-        out["ready_url"] = server.ready_url
-    return out
-
-
 # Not part of what a benchmark measures: `runs` is how many times it is
 # measured, `timeout` and `cooldown` how long specdsl waits for a request
 # and between runs. Raising them keeps the benchmark's identity, so
@@ -302,10 +265,6 @@ def _content_slurm(host: config.Host) -> dict:
     they get. Absent for other hosts, so their identities stay as they were."""
     s = host.slurm
     return {} if s is None else {"slurm": {"partition": s.partition, "gres": s.gres, "workdir": s.workdir}}
-
-
-def _jsonable(v):
-    return list(v) if isinstance(v, tuple) else v
 
 
 def _name(work: _Work, kind: str, base: str, identity: str, user: str) -> str:

@@ -31,6 +31,7 @@ import attrs
 
 from specdsl import secrets
 from specdsl.diag import Diagnostic
+from specdsl.graph.content import server_content, stack_content
 from specdsl.model import config
 
 LOCK_DIR = "stacks"
@@ -128,8 +129,6 @@ class _Hidden(Exception):
 def _is_own(doc: dict, exp: config.Experiment) -> bool:
     """Whether the lock records `exp` itself (its stack and server as
     promoted): then its baseline is what the promotion replaced."""
-    from specdsl.graph.build import server_content, stack_content
-
     if doc.get("experiment") != exp.name:
         return False
     mine_stack = secrets.redact_tree(_no_none(stack_content(exp.stack)))

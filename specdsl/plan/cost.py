@@ -248,7 +248,7 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     """What would decide the inconclusive verdict `verdict_run` of `check_step`
     (on the results of `bench_step`, `block` runs of each arm a launch)."""
     from specdsl.graph.pairs import launches
-    from specdsl.plan.diff import max_runs
+    from specdsl.plan.looks import max_runs
 
     exp = check_step.payload["experiment"]
     workload = exp.workload

@@ -8,25 +8,18 @@ from the engine's pure module in specdsl/facts/engines. `lifecycle` starts a ser
 on a `Host` (its own process group, a log on the host), waits until it
 answers a real completion, reads its effective configuration and stops it;
 it never creates a host or a process itself. Adding an engine is one module
-here, one line in `ADAPTERS` and its facts module.
+here, one line in `ADAPTERS` (`adapters`) and its facts module.
 
 Imports: hosts, bench (client quirks), provision (EnvInfo), model, facts;
 never graph, plan, apply or cli.
 """
 
 from specdsl.facts import ENGINES, FlagInfo, engine_flags
-from specdsl.servers import command, sglang, transformers, vllm
+from specdsl.servers.adapters import ADAPTERS, adapter_for
 from specdsl.servers.args import render_args
 from specdsl.servers.base import Adapter, LaunchError, ServerHandle
 from specdsl.servers.lifecycle import answers, effective_config, health_url, launch, teardown
 from specdsl.servers.logscan import parse_kv_list, scan_log
-
-ADAPTERS: dict[str, Adapter] = {a.name: a for a in (transformers.ADAPTER, vllm.ADAPTER, sglang.ADAPTER, command.ADAPTER)}
-
-
-def adapter_for(engine: str) -> Adapter:
-    """The adapter of `engine`; an unknown engine is driven like `command`."""
-    return ADAPTERS.get(engine, ADAPTERS["command"])
 
 
 def build_argv(server, env, bind: str, port: int, host=None) -> list[str]:

@@ -31,7 +31,7 @@ _DEFAULT_BIND = "127.0.0.1"
 
 
 def _adapter(engine: str):
-    from specdsl.servers import adapter_for
+    from specdsl.servers.adapters import adapter_for
 
     return adapter_for(engine)
 

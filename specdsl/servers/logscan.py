@@ -48,7 +48,7 @@ def scan_log_sourced(adapter, log: str, asked: dict[str, Any] | None = None,
     """As `scan_log`, and for each fact the message of the line it was read
     from (`message_of`), so a diagnosis can quote the server's own words."""
     if isinstance(adapter, str):
-        from specdsl.servers import adapter_for
+        from specdsl.servers.adapters import adapter_for
 
         adapter = adapter_for(adapter)
     asked = asked or {}

@@ -9,7 +9,8 @@ import hashlib
 import pytest
 
 from specdsl.graph import find_links as fl
-from specdsl.graph.build import build_graph, stack_content
+from specdsl.graph.build import build_graph
+from specdsl.graph.content import stack_content
 from specdsl.model.config import Stack
 from specdsl.plan.model import Action
 

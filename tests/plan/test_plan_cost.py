@@ -16,7 +16,7 @@ import pytest
 from specdsl.cli.main import main
 from specdsl.graph.pairs import launches
 from specdsl.plan.cost import AFFORDABLE_PAIRS, arm_launch_identity, duration_text
-from specdsl.plan.diff import max_runs
+from specdsl.plan.looks import max_runs
 from specdsl.plan.durations import recorded_durations
 from specdsl.plan.render import render_text, to_json
 from specdsl.state import RunRecord, write_state

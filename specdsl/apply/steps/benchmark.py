@@ -9,7 +9,6 @@ missing runs are made and the result holds the old runs and the new ones
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 
 import attrs
@@ -18,7 +17,7 @@ from specdsl import bench, secrets, servers
 from specdsl.apply import gpus, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
-from specdsl.apply.steps.common import completed, localize, planned_reuse
+from specdsl.apply.steps.common import completed, localize, medians_of, planned_reuse
 from specdsl.bench.datasets import local_dataset
 from specdsl.hosts import Cancelled, host_key
 from specdsl.plan.model import Action
@@ -68,12 +67,12 @@ class Benchmark:
                                                  server=adapter.server_side(), first_run=len(prior))
         except (bench.BenchError, Cancelled) as exc:
             if watch.check():
-                validity.server_lost(ctx, watch, prior, getattr(exc, "runs", ()), folder, _medians_of)
+                validity.server_lost(ctx, watch, prior, getattr(exc, "runs", ()), folder, medians_of)
             if isinstance(exc, Cancelled):
                 raise
             raise StepFailed(f"{exc} (server log: {handle.log_path})", str(folder)) from None
         if watch.check():
-            validity.server_lost(ctx, watch, prior, result.runs, folder, _medians_of, result.settings)
+            validity.server_lost(ctx, watch, prior, result.runs, folder, medians_of, result.settings)
         run_warnings = result.warnings()  # the runs made now, e.g. "client-bound: ..." (specdsl.bench.monitor)
         end = gpus.snapshot(walk, host, exp.host, launch, gpus.server_pids(walk, host, exp.host, handle))
         gpu_facts, gpu_warnings = gpus.run_gpu_facts(ctx.addr, start, end)
@@ -92,7 +91,7 @@ class Benchmark:
             walk.result.warn(f"{ctx.addr}: {w}")
         for w in gpu_warnings:
             walk.result.warn(w)
-        metrics = _medians_of(validity.valid(result.runs))  # an invalid run is not a measurement
+        metrics = medians_of(validity.valid(result.runs))  # an invalid run is not a measurement
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
                                                  effective=effective | gpu_facts), runs=len(validity.valid(result.runs)),
                            invalid=validity.invalid_of(result.runs))
@@ -135,11 +134,6 @@ def judge_env(walk, exp) -> dict:
     return env
 
 
-def medians_of_runs(runs: list[dict]) -> dict[str, float]:
-    """Each scalar metric's median across runs (given as result.json runs)."""
-    return medians(bench.BenchResult(runs=tuple(bench.RunResult.from_json(r) for r in runs)))
-
-
 def prior_runs(ctx: StepContext, wanted: int) -> list:
     """The runs recorded for this identity when there are fewer than
     `wanted` and their folder still holds them; else [] (measure afresh)."""
@@ -153,16 +147,3 @@ def prior_runs(ctx: StepContext, wanted: int) -> list:
         return []
     runs = validity.valid(bench.BenchResult.from_json(doc).runs)  # the invalid ones are made again
     return [attrs.evolve(r, index=i) for i, r in enumerate(runs)] if len(runs) == run.runs else []
-
-
-def _medians_of(runs) -> dict[str, float]:
-    return medians(bench.BenchResult(runs=tuple(runs)))
-
-
-def medians(result: bench.BenchResult) -> dict[str, float]:
-    """Each scalar metric's median across runs (what state records)."""
-    names: dict[str, list[float]] = {}
-    for run in result.runs:
-        for name, value in run.metrics.items():
-            names.setdefault(name, []).append(float(value))
-    return {name: statistics.median(values) for name, values in sorted(names.items())}

@@ -1,11 +1,14 @@
-"""Small pieces several handlers share."""
+"""Small pieces several handlers share (the plain and the paired benchmark
+both record the medians of their runs with `medians_of`)."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 import attrs
 
+from specdsl.bench.results import RunResult
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
 
@@ -28,3 +31,17 @@ def localize(server, spec_dir: Path):
     if not Path(model).is_absolute() and (model.startswith(".") or candidate.exists()):
         return attrs.evolve(server, model=str(candidate.resolve()))
     return server
+
+
+def medians_of(runs) -> dict[str, float]:
+    """Each scalar metric's median across runs (what state records)."""
+    names: dict[str, list[float]] = {}
+    for run in runs:
+        for name, value in run.metrics.items():
+            names.setdefault(name, []).append(float(value))
+    return {name: statistics.median(values) for name, values in sorted(names.items())}
+
+
+def medians_of_runs(runs: list[dict]) -> dict[str, float]:
+    """Each scalar metric's median across runs (given as result.json runs)."""
+    return medians_of(RunResult.from_json(r) for r in runs)

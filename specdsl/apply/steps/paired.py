@@ -32,7 +32,7 @@ import attrs
 from specdsl import bench, secrets, servers
 from specdsl.apply import gpus, validity
 from specdsl.apply.context import StepContext, StepFailed
-from specdsl.apply.steps.common import localize
+from specdsl.apply.steps.common import localize, medians_of_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
@@ -374,8 +374,6 @@ def _cleanup(stop_current, ctx) -> None:
 
 def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict[str, float]:
     """Write the result and record the run (completed, with its pair count)."""
-    from specdsl.apply.steps.benchmark import medians_of_runs
-
     folder = ctx.folder
     (folder / "result.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     (folder / "effective.json").write_text(json.dumps(secrets.redact_tree(effective), sort_keys=True, default=str))
