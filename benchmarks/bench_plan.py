@@ -3,6 +3,7 @@ fresh process each time (parse, resolve, validate, graph, plan, render: what
 a user waits for), against an empty state and without refresh.
 
     python benchmarks/bench_plan.py [--reps 7] [--side 10] [--snakemake EXE] [--snakemake-reps 3]
+                                    [--terraform EXE] [--no-bytecode] [--write]
 
 The spec: a matrix over three keys (attention backend x concurrency x
 output length, `--side` values each), the backend driving a server argument
@@ -16,9 +17,27 @@ Snakefile (one rule per step kind, wildcards for the cells) and times
 `snakemake -n` on it, for scale. Install snakemake in a throwaway venv, not
 in the project's environment.
 
+With `--terraform` (or `terraform` on PATH; without it the script says so
+and measures the rest) it also writes one Terraform configuration of the
+same cells, one `terraform_data` resource per cell (1,000 resources, each
+with the cell's backend, concurrency, output length and requests: no
+provider to download, nothing to refresh), and times `terraform plan
+-refresh=false` on it interleaved with `specdsl plan` (specdsl, terraform,
+terraform, specdsl, ...), one pair per repetition, so both see the same
+load. The figure is the ratio of their CPU times (user + sys of the child):
+the median of the pairs' ratios. Goal: <= 0.25.
+
+specdsl runs as an installed package does, its bytecode cached (a
+warm-up run writes it; PYTHONDONTWRITEBYTECODE is dropped from the child's
+environment); `--no-bytecode` times it compiling every module from source
+(its own and its dependencies': an empty PYTHONPYCACHEPREFIX), a worst case
+no installed package meets.
+
 Prints median wall time, spread (min..max) and the median CPU time of the
-child (user + sys, steadier on a busy machine), and the machine. Goal:
-median <= 0.5 s on a 2-core machine.
+child (user + sys, steadier on a busy machine), and the machine; `--write`
+replaces the section "Plan against terraform plan, measured" of
+docs/benchmarks.md.
+Goal: median <= 0.5 s on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -28,6 +47,7 @@ import json
 import os
 import platform
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -37,6 +57,10 @@ import time
 from pathlib import Path
 
 from grid_common import COMMON
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTION = "### Plan against terraform plan, measured"  # under "## Plan against terraform plan"
+RATIO_GOAL = 0.25
 
 BACKENDS = ["triton", "flashinfer", "fa3", "fa4", "torch_native", "flex_attention", "cutlass_mla", "flashmla", "trtllm_mla", "trtllm_mha"]
 CONCURRENCY = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -155,21 +179,64 @@ rule teardown:
 """
 
 
-def timed(argv: list[str], reps: int, cwd: str | None = None) -> tuple[list[float], list[float], str]:
+def make_terraform(side: int) -> str:
+    """The grid's cells as Terraform resources: one `terraform_data` per
+    cell, its input what the cell sets (the builtin provider: no download)."""
+    backends, concurrency, output_len = axes(side)
+    out = []
+    for b in backends:
+        for c in concurrency:
+            for o in output_len:
+                out.append(f"""resource "terraform_data" "grid_{b}_{c}_{o}" {{
+  input = {{
+    attention_backend = "{b}"
+    concurrency       = {c}
+    output_len        = {o}
+    requests          = {c * 4}
+  }}
+}}
+""")
+    return "\n".join(out)
+
+
+def run_once(argv: list[str], cwd: str | None = None, env: dict | None = None) -> tuple[float, float, str]:
+    """Wall and CPU (user + sys of the child) seconds of one run, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, proc.stdout
+
+
+def timed(argv: list[str], reps: int, cwd: str | None = None, env: dict | None = None) -> tuple[list[float], list[float], str]:
     """Wall and CPU (user + sys of the child) seconds of each run, and the
     last run's stdout."""
     wall, cpu, out = [], [], ""
     for _ in range(reps):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        proc = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
-        wall.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-        if proc.returncode != 0:
-            sys.exit(f"{' '.join(argv)} failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-        out = proc.stdout
+        w, c, out = run_once(argv, cwd, env)
+        wall.append(w)
+        cpu.append(c)
     return wall, cpu, out
+
+
+def interleaved(a: list[str], b: list[str], reps: int, a_env: dict, b_cwd: str, b_env: dict):
+    """`reps` pairs of one run of a and one of b, the order alternating
+    (ab, ba, ab, ...): (a's walls, a's CPUs, b's walls, b's CPUs)."""
+    aw, ac, bw, bc = [], [], [], []
+    for i in range(reps):
+        for which in ("ab" if i % 2 == 0 else "ba"):
+            if which == "a":
+                w, c, _ = run_once(a, env=a_env)
+                aw.append(w)
+                ac.append(c)
+            else:
+                w, c, _ = run_once(b, cwd=b_cwd, env=b_env)
+                bw.append(w)
+                bc.append(c)
+    return aw, ac, bw, bc
 
 
 def cpu_model() -> str:
@@ -193,16 +260,25 @@ def main() -> None:
     ap.add_argument("--side", type=int, default=10, help="values per matrix key (cells = side**3)")
     ap.add_argument("--snakemake", metavar="EXE", default=shutil.which("snakemake"), help="snakemake executable (default: on PATH)")
     ap.add_argument("--snakemake-reps", type=int, default=3)
+    ap.add_argument("--terraform", metavar="EXE", default=shutil.which("terraform"), help="terraform executable (default: on PATH)")
+    ap.add_argument("--no-bytecode", action="store_true", help="compile every module from source (no bytecode cache, of any package)")
+    ap.add_argument("--write", action="store_true", help="write the figures to docs/benchmarks.md")
     args = ap.parse_args()
     cells = args.side ** 3
+    env = dict(os.environ)
     with tempfile.TemporaryDirectory() as tmp:
+        if args.no_bytecode:  # an empty bytecode cache that stays empty: every module compiled from source
+            env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=str(Path(tmp) / "no-pycache"))
+        else:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
         spec = Path(tmp) / "grid.spec"
         spec.write_text(make_spec(args.side))
         state = Path(tmp) / "empty-state"
         plan = [sys.executable, "-m", "specdsl.cli.main", "plan", "--no-refresh", str(spec), "--state", str(state)]
 
-        # what the timed command plans: every cell, every step kind
-        _, _, out = timed(plan + ["--json"], 1)
+        # what the timed command plans: every cell, every step kind (and, unless
+        # --no-bytecode, the run that writes the bytecode cache)
+        _, _, out = timed(plan + ["--json"], 1, env=env)
         doc = json.loads(out)
         grid = {e for c in doc["changes"] for e in c["experiments"] if e.startswith("grid[")}
         kinds = sorted({c["kind"] for c in doc["changes"]})
@@ -211,8 +287,25 @@ def main() -> None:
         assert not state.exists(), "plan must not create the state folder"
         steps = len(doc["changes"])
 
-        floor, floor_cpu, _ = timed([sys.executable, "-c", "pass"], args.reps)
-        wall, cpu, out = timed(plan, args.reps)
+        floor, floor_cpu, _ = timed([sys.executable, "-c", "pass"], args.reps, env=env)
+
+        tf = None
+        if args.terraform:
+            work = Path(tmp) / "tf"
+            work.mkdir()
+            (work / "main.tf").write_text(make_terraform(args.side))
+            # no call home for version news; no CLI configuration of this machine's user
+            tf_env = dict(os.environ, CHECKPOINT_DISABLE="1", TF_IN_AUTOMATION="1", TF_CLI_CONFIG_FILE=os.devnull)
+            run_once([args.terraform, "init", "-input=false", "-no-color"], cwd=str(work), env=tf_env)
+            tf_plan = [args.terraform, "plan", "-input=false", "-refresh=false", "-lock=false", "-no-color"]
+            _, _, tf_out = run_once(tf_plan, cwd=str(work), env=tf_env)  # warm-up; what it plans
+            tf_summary = next((ln for ln in tf_out.splitlines() if ln.startswith("Plan:")), "?")
+            version = subprocess.run([args.terraform, "version"], capture_output=True, text=True, env=tf_env).stdout.splitlines()[0]
+            wall, cpu, t_wall, t_cpu = interleaved(plan, tf_plan, args.reps, env, str(work), tf_env)
+            tf = (t_wall, t_cpu, tf_summary, version, [c / t for c, t in zip(cpu, t_cpu)])
+        else:
+            wall, cpu, _ = timed(plan, args.reps, env=env)
+        _, _, out = run_once(plan, env=env)
         summary = out.rstrip().splitlines()[-1]
 
         smk = None
@@ -226,20 +319,65 @@ def main() -> None:
             version = subprocess.run([args.snakemake, "--version"], capture_output=True, text=True).stdout.strip()
             smk = (s_wall, s_cpu, total, version)
 
-    print(f"machine: {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}), {cpu_model()}, "
-          f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end")
-    print(f"spec: {cells} matrix cells + 2 experiments, {steps} steps planned")
-    print("command: python -m specdsl.cli.main plan --no-refresh grid.spec --state EMPTY_DIR")
-    print(f"plan says: {summary}")
-    print(figures("python -c pass", floor, floor_cpu))
-    print(figures("specdsl plan  ", wall, cpu))
-    goal = statistics.median(wall) <= 0.5
-    print(f"goal (median wall <= 0.5 s): {'met' if goal else 'NOT met'}")
+    lines = [
+        f"machine: {os.cpu_count()} cores (nproc {len(os.sched_getaffinity(0))}), {cpu_model()}, "
+        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end",
+        f"spec: {cells} matrix cells + 2 experiments, {steps} steps planned",
+        "command: python -m specdsl.cli.main plan --no-refresh grid.spec --state EMPTY_DIR"
+        + ("  (no bytecode cache: every module compiled from source)" if args.no_bytecode else "  (bytecode cached)"),
+        f"plan says: {summary}",
+        figures("python -c pass", floor, floor_cpu),
+        figures("specdsl plan  ", wall, cpu),
+        f"goal (median wall <= 0.5 s): {'met' if statistics.median(wall) <= 0.5 else 'NOT met'}",
+    ]
+    if tf:
+        t_wall, t_cpu, tf_summary, version, ratios = tf
+        ratio = statistics.median(ratios)
+        lines += [
+            f"command: terraform plan -input=false -refresh=false -lock=false -no-color  ({version}, "
+            f"{cells} terraform_data resources; says: {tf_summary})",
+            figures("terraform plan", t_wall, t_cpu),
+            f"ratio specdsl plan / terraform plan, CPU, median of {len(ratios)} interleaved pairs: {ratio:.3f} "
+            f"(min {min(ratios):.3f}, max {max(ratios):.3f}); goal <= {RATIO_GOAL}: {'met' if ratio <= RATIO_GOAL else 'NOT met'}",
+        ]
+    else:
+        lines.append("terraform: not on PATH (nor given with --terraform): the ratio to terraform plan is not measured")
     if smk:
         s_wall, s_cpu, total, version = smk
-        print(f"command: snakemake -n --cores 1 --snakefile Snakefile  (snakemake {version}, {total} jobs)")
-        print(figures("snakemake -n  ", s_wall, s_cpu))
-        print(f"ratio snakemake -n / specdsl plan (median wall): {statistics.median(s_wall) / statistics.median(wall):.1f}x")
+        lines += [
+            f"command: snakemake -n --cores 1 --snakefile Snakefile  (snakemake {version}, {total} jobs)",
+            figures("snakemake -n  ", s_wall, s_cpu),
+            f"ratio snakemake -n / specdsl plan (median wall): {statistics.median(s_wall) / statistics.median(wall):.1f}x",
+        ]
+    print("\n".join(lines))
+    if args.write:
+        write_section(lines, args)
+
+
+def write_section(lines: list[str], args) -> None:
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    flags = shlex.join(a for a in sys.argv[1:] if a != "--write")
+    text = "\n".join([
+        SECTION, "",
+        f"Written by `python benchmarks/bench_plan.py{' ' + flags if flags else ''} --write` at {head}"
+        f"{' with uncommitted changes' if dirty else ''}. `specdsl plan` of the 1,000-cell spec above and "
+        "`terraform plan` of the same cells as 1,000 `terraform_data` resources, run in turn (one of each per "
+        "repetition, the order alternating) so both see the same load; the ratio is of CPU time (user + sys), "
+        f"the median of the pairs' ratios. Goal: <= {RATIO_GOAL}.", "",
+        "```", *lines, "```", "",
+    ])
+    path = ROOT / "docs" / "benchmarks.md"
+    doc = path.read_text()
+    if SECTION in doc:
+        start = doc.index(SECTION)
+        ends = [i for i in (doc.find("\n## ", start + len(SECTION)), doc.find("\n### ", start + len(SECTION))) if i != -1]
+        nxt = min(ends) if ends else -1
+        doc = doc[:start] + text + (doc[nxt + 1:] if nxt != -1 else "")
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text
+    path.write_text(doc if doc.endswith("\n") else doc + "\n")
 
 
 if __name__ == "__main__":

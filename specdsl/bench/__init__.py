@@ -14,9 +14,33 @@ syntax, resolve, validate, graph, plan, state, provision, servers, apply or
 cli. It sits above hosts on the I/O side (tests/test_layers.py).
 """
 
-from specdsl.bench.command import run_command_workload
-from specdsl.bench.loadgen import run_benchmark, warm_up, warmup_requests
+from __future__ import annotations
+
+import importlib
+
 from specdsl.bench.results import METRICS, BenchError, BenchResult, RunResult, stamped
+
+# The package face is lazy: the load generator (aiohttp, an SSL context built
+# at import: ~0.6 s) and the command runner load on first use, so a module
+# that only reads datasets or results (`specdsl plan` checks a workload's
+# dataset through bench.datasets) never pays for them; tests/bench/
+# test_plan_imports.py fails when plan imports them.
+_LAZY = {
+    "run_command_workload": "specdsl.bench.command",
+    "run_benchmark": "specdsl.bench.loadgen",
+    "warm_up": "specdsl.bench.loadgen",
+    "warmup_requests": "specdsl.bench.loadgen",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["METRICS", "BenchError", "BenchResult", "RunResult", "run_benchmark", "run_command_workload", "stamped", "warm_up",
            "warmup_requests"]
