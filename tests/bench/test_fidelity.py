@@ -4,8 +4,13 @@ by a minimal blocking reader (tests/bench/reference_client.py).
 
 The machine these tests run on is shared and has 2 cores, so no absolute
 time is asserted beyond the schedule's own: the client is compared with the
-reference reader in the same test, interleaved, as a difference of medians.
-benchmarks/bench_client_fidelity.py is the longer measurement."""
+reference reader in the same test, interleaved, as a difference of medians,
+once (no retries: a second try would hide a regression that shows one time
+in three). What the load may add is what the client measured of its own
+lateness in the same runs (the median of its runs' median loop lag,
+specdsl.bench.monitor); the tolerances are that much wider, no more. The
+tight figure (within 0.5 ms of the reference, on a quiet machine, many
+reps) is benchmarks/bench_client_fidelity.py's goal."""
 
 from __future__ import annotations
 
@@ -37,13 +42,16 @@ def _low(ttfts: list[float]) -> float:
 
 def _compare(url: str, out, w: Workload, bodies: list[bytes], reps: int = 5) -> dict[str, list[float]]:
     """`reps` interleaved pairs (order alternating): ours minus the reference."""
-    diffs: dict[str, list[float]] = {"p10_ttft": [], "median_ttft": [], "median_itl": [], "throughput": []}
+    diffs: dict[str, list[float]] = {"p10_ttft": [], "median_ttft": [], "median_itl": [], "throughput": [], "lag_ms": [],
+                                     "e2el_ms": []}
     for rep in range(reps):
         got = {}
         for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
             if who == "ours":
                 run = run_benchmark(w, url, "m", out / str(rep), quirks=QUIRKS).runs[0]
                 got[who] = (list(run.samples["ttft"]), run.metrics["median_itl_ms"], run.metrics["output_throughput"])
+                diffs["lag_ms"].append(run.client.get("loop_lag_p50_ms", 0.0))
+                diffs["e2el_ms"].append(run.metrics["median_e2el_ms"])
             else:
                 records, duration = run_reference(url + "/v1/completions", bodies, requests=w.requests,
                                                   concurrency=w.concurrency)
@@ -73,16 +81,15 @@ def test_ttft_itl_and_throughput_match_the_reference_reader(timed_server, tmp_pa
     w = Workload(name="f", input_len=8, output_len=tokens, requests=requests, concurrency=concurrency,
                  warmup=concurrency, timeout=30.0)
     bodies = [request_body(p, "m", QUIRKS, None) for p in build_prompts(w, requests, chat=False, token_ids=True, tokenizer=None)]
-    attempts = []
-    # A burst of other work on this shared machine can spoil one measurement;
-    # a client's own offset spoils every one: up to 3 attempts.
-    for attempt in range(3):
-        diffs = _compare(timed_server, tmp_path / str(attempt), w, bodies)
-        med = {k: statistics.median(v) for k, v in diffs.items()}
-        attempts.append({k: [round(v, 4) for v in vs] for k, vs in diffs.items()})
-        if all(abs(med[k]) < tol for k, tol in TOLERANCES.items()):
-            return
-    pytest.fail(f"ours - reference outside {TOLERANCES} in 3 attempts: {attempts}")
+    diffs = _compare(timed_server, tmp_path, w, bodies)
+    med = {k: statistics.median(v) for k, v in diffs.items()}
+    # the load's share, as the client measured it: ms on the times; on the
+    # throughput, a late turn per request (lag / the request's duration)
+    lag = med["lag_ms"]
+    allowed = {k: tol + (lag / med["e2el_ms"] if k == "throughput" else lag) for k, tol in TOLERANCES.items()}
+    outside = {k: round(med[k], 4) for k, tol in allowed.items() if not abs(med[k]) < tol}
+    assert not outside, (f"ours - reference outside the tolerances {TOLERANCES} + the client's median lag {lag:.3f} ms: "
+                         f"{outside}; every rep: {({k: [round(v, 4) for v in vs] for k, vs in diffs.items()})}")
 
 
 def test_the_clock_starts_when_the_request_is_written(timed_server):
@@ -106,6 +113,7 @@ def test_the_clock_starts_when_the_request_is_written(timed_server):
     record = asyncio.run(main())
     assert record.ok, record.reason
     # the server sends the first token 60 ms after reading the request; a
-    # clock started before the 40 ms stall would read >= 100 ms
-    assert 0.060 <= record.chunks_s[0] < 0.085, record.chunks_s
+    # clock started before the 40 ms stall would read >= 100 ms: that is the
+    # line, whatever the load adds on top of 60 ms
+    assert 0.060 <= record.chunks_s[0] < 0.100, record.chunks_s
     assert record.chunks_s[1] - record.chunks_s[0] < 0.02

@@ -1,5 +1,11 @@
 """The load generator against the instant-server test double (a real
-process, real HTTP): timing, load shapes, records, token counts."""
+process, real HTTP): timing, load shapes, records, token counts.
+
+Times have a floor, the double's own schedule, and no fixed ceiling: on a
+shared 2-core machine a ceiling of a few ms would fail on load alone. What
+may come on top of the schedule is bounded by what the client measured of
+its own lateness in the same run (`loop_lag_max_ms`, specdsl.bench.monitor:
+a loaded machine stamps late, and says so), plus a few ms."""
 
 from __future__ import annotations
 
@@ -14,6 +20,11 @@ from specdsl.bench.loadgen import arrival_offsets, endpoint_url
 from specdsl.bench.timings import read_records
 from specdsl.bench.stats import compute_metrics
 from specdsl.model.config import Workload
+
+
+def lag_ms(client: dict) -> float:
+    """How late the client's event loop ran timers at worst in the run (its own figure)."""
+    return max(w.get("loop_lag_max_ms", 0.0) for w in client.get("workers", [client]))
 
 
 def wl(**kw) -> Workload:
@@ -42,21 +53,23 @@ def test_closed_loop_completes_every_request_and_keeps_records(instant_server, t
 def test_measured_latencies_match_a_server_with_known_timing(instant_server, tmp_path):
     result = run_benchmark(wl(requests=6, concurrency=3, output_len=6), instant_server, "timed:60:15", tmp_path)
     m = result.runs[0].metrics
-    assert 60 <= m["median_ttft_ms"] < 75
-    assert 14.5 <= m["median_itl_ms"] < 20
-    assert 14.5 <= m["median_tpot_ms"] < 20
-    assert 60 + 5 * 15 <= m["median_e2el_ms"] < 60 + 5 * 15 + 30
+    slack = 5 + lag_ms(result.runs[0].client)  # ms: what the run's own lag allows on top of the schedule
+    assert 60 <= m["median_ttft_ms"] < 60 + 2 * slack, slack
+    assert 14.5 <= m["median_itl_ms"] < 15 + slack, slack
+    assert 14.5 <= m["median_tpot_ms"] < 15 + slack, slack
+    assert 60 + 5 * 15 <= m["median_e2el_ms"] < 60 + 5 * 15 + 6 * slack, slack
     # closed loop, 3 streams, 6 requests of ~135 ms: two waves
-    assert 0.26 <= m["duration"] < 0.6
+    assert 0.26 <= m["duration"] < 0.27 + 12 * slack / 1000, slack
 
 
 def test_concurrency_bounds_streams_in_flight(instant_server, tmp_path):
     result = run_benchmark(wl(requests=8, concurrency=2, output_len=3), instant_server, "timed:50:1", tmp_path)
     _, records = read_records(result.runs[0].records_file)
     starts = sorted(r.start_s for r in records)
-    # with 2 streams of ~52 ms each, requests leave in 4 waves of 2
+    # with 2 streams of ~52 ms each, requests leave in 4 waves of 2: the two
+    # of a wave within what the loop's lateness allows, the waves 50 ms apart
     waves = [starts[k + 1] - starts[k] for k in range(0, 8, 2)]
-    assert max(waves) < 0.02
+    assert max(waves) < (5 + 2 * lag_ms(result.runs[0].client)) / 1000, (waves, result.runs[0].client)
     assert starts[2] - starts[0] >= 0.05 and starts[6] - starts[0] >= 0.15
 
 
@@ -80,16 +93,19 @@ def test_open_loop_sends_on_the_seeded_schedule(instant_server, tmp_path):
     result = run_benchmark(w, instant_server, "instant", tmp_path)
     _, records = read_records(result.runs[0].records_file)
     planned = arrival_offsets(40, 100.0, 1.0, 5)
+    slack_s = (5 + lag_ms(result.runs[0].client)) / 1000
     for rec in records:
-        assert planned[rec.i] - 0.001 <= rec.start_s < planned[rec.i] + 0.05
-    assert 0.4 <= result.runs[0].metrics["duration"] < 0.8
+        assert planned[rec.i] - 0.001 <= rec.start_s < planned[rec.i] + slack_s, (rec.i, slack_s)
+    assert planned[-1] <= result.runs[0].metrics["duration"] < planned[-1] + 0.05 + 2 * slack_s
 
 
 def test_open_loop_does_not_wait_for_slow_requests(instant_server, tmp_path):
     # 20 requests at 100/s against 300 ms requests: all in flight together
     w = wl(requests=20, rate=100.0, concurrency=1, output_len=2)
     result = run_benchmark(w, instant_server, "timed:300:1", tmp_path)
-    assert result.runs[0].metrics["duration"] < 0.3 + 0.2 + 0.3
+    # the last leaves at 0.2 s and takes 0.3 s; waiting for each would take 20 x 0.3 s
+    slack_s = (5 + lag_ms(result.runs[0].client)) / 1000
+    assert 0.3 + 0.19 <= result.runs[0].metrics["duration"] < 0.3 + 0.2 + 10 * slack_s
 
 
 def test_endpoint_url_accepts_base_with_or_without_v1():

@@ -143,15 +143,16 @@ class Handler(BaseHTTPRequestHandler):
             write(_event(event))
         usage = {"prompt_tokens": ptoks, "completion_tokens": n, "total_tokens": ptoks + n}
         done = b"data: [DONE]\n\n"
-        write(_event({"id": "x", "choices": [], "usage": usage}) + b"%x\r\n%s\r\n" % (len(done), done) + b"0\r\n\r\n")
-        last_end, self._end = getattr(self, "_end", None), time.perf_counter()
-        with _lock:
-            if last_end is not None:  # the client's turnaround on this connection: its last response's end to this read
-                _counts["turnaround_s"] += t_read - last_end
-                _counts["turnarounds"] += 1
+        with _lock:  # counted before the last bytes go: a client that has read the whole response finds it counted
             _counts["requests"] += 1
             _counts["prompt_tokens"] += ptoks
             _counts["generation_tokens"] += n
+        write(_event({"id": "x", "choices": [], "usage": usage}) + b"%x\r\n%s\r\n" % (len(done), done) + b"0\r\n\r\n")
+        last_end, self._end = getattr(self, "_end", None), time.perf_counter()
+        if last_end is not None:  # the client's turnaround on this connection: its last response's end to this read
+            with _lock:
+                _counts["turnaround_s"] += t_read - last_end
+                _counts["turnarounds"] += 1
 
 
 def main() -> int:
