@@ -56,8 +56,9 @@ def login(tmp_path_factory):
 
     why = sshd_available()
     if why:
-        if os.environ.get("SPECDSL_REQUIRE_SLURM") == "1":
-            pytest.fail(f"SPECDSL_REQUIRE_SLURM=1 but {why}")
+        for switch in ("SPECDSL_REQUIRE_SLURM", "SPECDSL_REQUIRE_SSH"):
+            if os.environ.get(switch) == "1":
+                pytest.fail(f"{switch}=1 but {why}")
         pytest.skip(why)
     server = Sshd(tmp_path_factory.mktemp("login")).start()
     try:

@@ -1,6 +1,12 @@
-"""Fixtures: a real sshd on loopback (sshd.py) and `SshHost`s on it."""
+"""Fixtures: a real sshd on loopback (sshd.py) and `SshHost`s on it.
+
+Without sshd or the ssh client installed the tests are skipped, unless
+SPECDSL_REQUIRE_SSH=1 (CI sets it where sshd is installed: there a missing
+sshd is a failure, not a quiet skip)."""
 
 from __future__ import annotations
+
+import os
 
 import pytest
 
@@ -11,6 +17,8 @@ from sshd import Sshd, available
 def sshd(tmp_path_factory):
     why = available()
     if why:
+        if os.environ.get("SPECDSL_REQUIRE_SSH") == "1":
+            pytest.fail(f"SPECDSL_REQUIRE_SSH=1 but {why}")
         pytest.skip(why)
     server = Sshd(tmp_path_factory.mktemp("sshd")).start()
     try:
