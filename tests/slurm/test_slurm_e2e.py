@@ -15,7 +15,8 @@ from apply_helpers import REPO, cli_env, processes_mentioning
 from slurm_helpers import serve_matrix_spec
 from specdsl.state import load_state
 
-pytestmark = pytest.mark.e2e
+# the apply may take its 900 s budget; the cluster's setup comes on top
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
 
 
 def test_three_cells_of_transformers_serve_through_slurm(fresh, tmp_path):

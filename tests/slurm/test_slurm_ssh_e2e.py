@@ -19,7 +19,8 @@ from slurm_helpers import serve_matrix_spec, through_login
 from specdsl.state import load_state
 from test_slurm_ssh import apply, no_slurm_env
 
-pytestmark = pytest.mark.e2e
+# the apply may take its 600 s budget; the cluster's and the login's setup come on top
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
 TINY = REPO / "examples" / "quickstart" / "tiny-llama"
 
