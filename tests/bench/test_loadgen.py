@@ -93,10 +93,15 @@ def test_open_loop_sends_on_the_seeded_schedule(instant_server, tmp_path):
     result = run_benchmark(w, instant_server, "instant", tmp_path)
     _, records = read_records(result.runs[0].records_file)
     planned = arrival_offsets(40, 100.0, 1.0, 5)
-    slack_s = (5 + lag_ms(result.runs[0].client)) / 1000
-    for rec in records:
-        assert planned[rec.i] - 0.001 <= rec.start_s < planned[rec.i] + slack_s, (rec.i, slack_s)
-    assert planned[-1] <= result.runs[0].metrics["duration"] < planned[-1] + 0.05 + 2 * slack_s
+    client = result.runs[0].client
+    # a stall of the loop delays the requests due during it, and the backlog
+    # it leaves delays them by about as much again: twice the worst lag
+    slack_s = (5 + 2 * lag_ms(client)) / 1000
+    late = [rec.start_s - planned[rec.i] for rec in records]
+    assert min(late) >= -0.001  # never early
+    assert max(late) < slack_s, (max(late), slack_s, client)
+    assert client["late_max_ms"] == pytest.approx(max(0.0, max(late)) * 1000, abs=0.01)  # and the run says how late
+    assert planned[-1] <= result.runs[0].metrics["duration"] < planned[-1] + 0.05 + slack_s
 
 
 def test_open_loop_does_not_wait_for_slow_requests(instant_server, tmp_path):
