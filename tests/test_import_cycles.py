@@ -34,8 +34,6 @@ ALLOWED: dict[frozenset[str], str] = {
         "issue 26 item 5",
     # apply: context imports the StateWriter; state_writer imports StepFailed back
     frozenset({"specdsl.apply.context", "specdsl.apply.state_writer"}): "issue 26 item 5",
-    # report: page draws release_page's sections; release_page borrows page's helpers
-    frozenset({"specdsl.report.page", "specdsl.report.release_page"}): "issue 26 item 5",
 }
 
 

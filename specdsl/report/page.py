@@ -9,14 +9,14 @@ the page says which record it is without reading a clock.
 from __future__ import annotations
 
 import base64
-import html
 import math
 
-from specdsl import secrets, stats
+from specdsl import stats
 from specdsl.report import plots, release_page as release
 from specdsl.report.collections import SweepView, TrackView
 from specdsl.report.diagnosis import diagnosis_section
 from specdsl.report.gather import LATENCIES, ExperimentView
+from specdsl.report.markup import esc, num, table, td  # noqa: F401  (the page's own helpers, also page.esc etc.)
 from specdsl.verdict.decision import RATIO, Status
 
 STYLE = """
@@ -34,37 +34,11 @@ code{font-size:12px;background:#f4f4f4;padding:0 3px}
 """
 
 
-def esc(value) -> str:
-    return html.escape(secrets.redact(str(value)), quote=True)
-
-
-def num(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float) and math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if isinstance(x, float) and math.isnan(x):
-        return "nan"
-    return stats.significant(x, 4) if abs(x) < 1e5 else f"{x:.0f}"
-
-
 def img(png: bytes | None, alt: str, name: str) -> str:
     if png is None:
         return ""
     data = base64.b64encode(png).decode("ascii")
     return f'<img class="plot" data-plot="{esc(name)}" alt="{esc(alt)}" src="data:image/png;base64,{data}">'
-
-
-def table(head: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
-    for i, row in enumerate(rows):
-        cls = f' class="{classes[i]}"' if classes and classes[i] else ""
-        out.append(f"<tr{cls}>" + "".join(row) + "</tr>")
-    return "\n".join(out) + "</table>"
-
-
-def td(value, numeric: bool = False) -> str:
-    return f'<td class="num">{esc(value)}</td>' if numeric else f"<td>{esc(value)}</td>"
 
 
 def _page(title: str, where: str, body: list[str]) -> str:
@@ -167,8 +141,6 @@ def verdict_table(v: ExperimentView) -> str:
 
 def estimate_is(n) -> str:
     """What a verdict's estimate is, in the one vocabulary (specdsl.stats)."""
-    from specdsl import stats
-
     if n.statistic == RATIO:
         return f"{stats.PAIR_GEOMEAN} (candidate / baseline, {n.n} pairs)"
     return f"{stats.RUN_MEAN} ({n.n} {n.unit})"
@@ -196,7 +168,6 @@ def runs_table(v: ExperimentView) -> str:
 def _pct(values, q: float) -> float | None:
     if not values:
         return None
-    from specdsl import stats
 
     return stats.percentiles(list(values), (q,))[0]
 

@@ -8,22 +8,15 @@ measured and the command that reproduces it."""
 from __future__ import annotations
 
 
-from specdsl.report import plots
+from specdsl.report import markup, plots
 from specdsl.verdict.decision import RATIO, Status
 
 _SHOWN = 20  # resolved packages shown unfolded beyond the core and the differing ones
 _CORE = ("sglang", "vllm", "transformers", "flashinfer-python", "sgl-kernel", "triton", "deep-gemm", "nvidia-nccl-cu12")
 
 
-def _p():
-    from specdsl.report import page
-
-    return page
-
-
 def pair_tables(v) -> list[str]:
     """Per paired verdict: each pair's number, launches, values and ratio."""
-    P = _p()
     out = []
     for x in v.verdicts:
         if not x.pairs or x.decision is None:
@@ -35,21 +28,20 @@ def pair_tables(v) -> list[str]:
                  else [f"candidate ({unit})"])
         rows = []
         for pv in x.pairs:
-            row = [P.td(pv.pair, True), P.td("-" if pv.launch_a is None else f"launch {pv.launch_a}", True),
-                   P.td("-" if pv.launch_b is None else f"launch {pv.launch_b}", True)]
-            row += ([P.td(P.num(pv.baseline), True), P.td(P.num(pv.candidate), True), P.td(P.num(pv.value), True)] if ratio
-                    else [P.td(P.num(pv.candidate), True)])
+            row = [markup.td(pv.pair, True), markup.td("-" if pv.launch_a is None else f"launch {pv.launch_a}", True),
+                   markup.td("-" if pv.launch_b is None else f"launch {pv.launch_b}", True)]
+            row += ([markup.td(markup.num(pv.baseline), True), markup.td(markup.num(pv.candidate), True), markup.td(markup.num(pv.value), True)] if ratio
+                    else [markup.td(markup.num(pv.candidate), True)])
             rows.append(row)
         what = "the ratio of each pair; the estimate is their geometric mean" if ratio else "the candidate's value in each pair"
-        out.append(f'<h3 class="pairs" data-check="{P.esc(x.check)}">{P.esc(x.check)}: pair by pair ({P.esc(what)})</h3>')
-        out.append(P.table(head, rows))
+        out.append(f'<h3 class="pairs" data-check="{markup.esc(x.check)}">{markup.esc(x.check)}: pair by pair ({markup.esc(what)})</h3>')
+        out.append(markup.table(head, rows))
     return out
 
 
 def decide_notes(v) -> list[str]:
     """For each INCONCLUSIVE verdict: the pairs, and the time at this run's
     pace, that a decision would need (the verdict's own estimate)."""
-    P = _p()
     out = []
     per_pair = v.release.seconds_per_pair if v.release is not None else None
     for x in v.verdicts:
@@ -58,9 +50,9 @@ def decide_notes(v) -> list[str]:
         n = x.decision.n
         need = x.verdict.needed
         if need is None:
-            out.append(f'<p class="problem decide" data-check="{P.esc(x.check)}"><b>{P.esc(x.check)} is INCONCLUSIVE</b>: '
-                       f"its interval holds the threshold {P.esc(x.decision.op)} {P.esc(P.num(x.decision.threshold))} after "
-                       f"{n} {P.esc(x.decision.unit)}; the verdict does not say how many more would decide it.</p>")
+            out.append(f'<p class="problem decide" data-check="{markup.esc(x.check)}"><b>{markup.esc(x.check)} is INCONCLUSIVE</b>: '
+                       f"its interval holds the threshold {markup.esc(x.decision.op)} {markup.esc(markup.num(x.decision.threshold))} after "
+                       f"{n} {markup.esc(x.decision.unit)}; the verdict does not say how many more would decide it.</p>")
             continue
         if x.verdict.needed_beyond:
             when = f"more than {need} pairs: at this noise and effect, no affordable number of pairs decides it"
@@ -69,9 +61,9 @@ def decide_notes(v) -> list[str]:
             when = f"about {need} pairs, {more} more than the {n} measured"
             if per_pair is not None:
                 when += f", about {_duration(more * per_pair)} at this run's {_duration(per_pair)} per pair"
-        out.append(f'<p class="problem decide" data-check="{P.esc(x.check)}"><b>{P.esc(x.check)} is INCONCLUSIVE</b>: '
+        out.append(f'<p class="problem decide" data-check="{markup.esc(x.check)}"><b>{markup.esc(x.check)} is INCONCLUSIVE</b>: '
                    f"the interval holds the threshold, so neither PASS nor FAIL is shown at this level. A decision would need "
-                   f"{P.esc(when)} (if the effect is as estimated and the noise as measured; raise the workload's "
+                   f"{markup.esc(when)} (if the effect is as estimated and the noise as measured; raise the workload's "
                    "<code>max_runs</code> to allow it).</p>")
     return out
 
@@ -85,17 +77,15 @@ def _duration(seconds: float) -> str:
 
 
 def promotion_section(v, level: str) -> list[str]:
-    P = _p()
     outcome, reason = v.release.promotion
-    return [f"<{level}>Promotion</{level}>", f'<p class="promotion"><b>{P.esc(outcome)}</b>: {P.esc(reason)}</p>']
+    return [f"<{level}>Promotion</{level}>", f'<p class="promotion"><b>{markup.esc(outcome)}</b>: {markup.esc(reason)}</p>']
 
 
 def measured_sections(v, level: str, source: dict | None) -> list[str]:
     """The workload, both arms in full, the host, and what reproduces the run."""
-    P = _p()
     r = v.release
     out = [f"<{level}>What was measured: the workload</{level}>"]
-    out.append(P.table(["field", "value"], [[P.td(k), P.td(val)] for k, val in r.workload]) if r.workload
+    out.append(markup.table(["field", "value"], [[markup.td(k), markup.td(val)] for k, val in r.workload]) if r.workload
                else '<p class="note">No workload recorded for this benchmark step.</p>')
     if r.arms:
         out.append(f"<{level}>Both arms as they ran: stacks and servers</{level}>")
@@ -103,7 +93,7 @@ def measured_sections(v, level: str, source: dict | None) -> list[str]:
         for title, field in (("declared stack", "stack"), ("resolved environment (Python, packages, torch/CUDA/NCCL)", "resolved"),
                              ("server block as declared (engine, model, args, env)", "server"),
                              ("effective configuration, as the server reported it", "effective")):
-            out.append(f"<h3>{P.esc(title)}</h3>")
+            out.append(f"<h3>{markup.esc(title)}</h3>")
             sides = [dict(getattr(a, field)) for a in r.arms]
             if field == "resolved" and sum(len(x) for x in sides) > 2 * _SHOWN:
                 # the rows that differ and the core ones in view; every package one click away
@@ -116,7 +106,7 @@ def measured_sections(v, level: str, source: dict | None) -> list[str]:
             else:
                 out.append(_side_by_side(sides, names))
         out.append("<h3>command line of each arm's server</h3>")
-        out.append(P.table(["arm", "argv"], [[P.td(n), f"<td><code>{P.esc(' '.join(a.argv) or '(not recorded)')}</code></td>"]
+        out.append(markup.table(["arm", "argv"], [[markup.td(n), f"<td><code>{markup.esc(' '.join(a.argv) or '(not recorded)')}</code></td>"]
                                              for n, a in zip(names, r.arms)]))
     out.append(f"<{level}>Where, with what, and how to run it again</{level}>")
     from specdsl import __version__
@@ -142,19 +132,18 @@ def measured_sections(v, level: str, source: dict | None) -> list[str]:
     import shlex
 
     rows.append(("command that reproduces the run", shlex.join(command)))
-    out.append(P.table(["fact", "value"], [[P.td(k), P.td(val)] for k, val in rows]))
+    out.append(markup.table(["fact", "value"], [[markup.td(k), markup.td(val)] for k, val in rows]))
     return out
 
 
 def _side_by_side(sides: list[dict], names: list[str]) -> str:
-    P = _p()
     keys = sorted(set().union(*sides)) if sides else []
     if not keys:
         return '<p class="note">Not recorded.</p>'
     rows, classes = [], []
     for k in keys:
         values = [s.get(k) for s in sides]
-        rows.append([f"<td><code>{P.esc(k)}</code></td>"] + [P.td("(absent)" if x is None else x) for x in values])
+        rows.append([f"<td><code>{markup.esc(k)}</code></td>"] + [markup.td("(absent)" if x is None else x) for x in values])
         classes.append("inconclusive" if len(sides) > 1 and len(set(values)) > 1 else "")
     note = '<p class="note">Highlighted: the rows where the arms differ.</p>' if len(sides) > 1 else ""
-    return note + P.table(["key"] + [P.esc(n) for n in names], rows, classes)
+    return note + markup.table(["key"] + [markup.esc(n) for n in names], rows, classes)
