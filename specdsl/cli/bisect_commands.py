@@ -63,7 +63,7 @@ def cmd_bisect(args) -> int:
     if loaded is None:
         return EXIT_ERROR
     cfg = loaded.resolved.config
-    graph = build_graph(cfg)
+    graph = build_graph(cfg, spec_dir=Path(args.file).parent)
     state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     try:
         state = load_state(state_dir)
@@ -120,7 +120,7 @@ def _runner(args, loaded, state_dir: Path, lock):
     from specdsl.plan.render import render_text
 
     def run(trial_cfg, name: str, may_run: bool):
-        graph = build_graph(trial_cfg)
+        graph = build_graph(trial_cfg, spec_dir=Path(args.file).parent)
         state = load_state(state_dir)
         plan = make_plan(graph, state, Refresh.from_state(state), spec=args.file, spec_digest=loaded.digest,
                          variables=dict(trial_cfg.variables), targets=(name,))

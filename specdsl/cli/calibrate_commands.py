@@ -87,7 +87,7 @@ def cmd_calibrate(args) -> int:
         error(f"no experiment {args.experiment!r} in {args.file}; {did_you_mean(args.experiment, names) or 'experiments: ' + ', '.join(names)}")
         return EXIT_ERROR
     aa, cand = aa_config(cfg, exp, args.pairs)
-    graph = build_graph(aa)
+    graph = build_graph(aa, spec_dir=Path(args.file).parent)
     state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     try:
         with locked(state_dir, "calibrate") as lock:

@@ -55,7 +55,7 @@ def _context(args):
         from specdsl.graph.build import build_graph
 
         cfg = loaded.resolved.config
-        graph = build_graph(cfg)
+        graph = build_graph(cfg, spec_dir=Path(args.file).parent)
         state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     else:
         state_dir = Path(args.state) if args.state else Path(".specdsl")

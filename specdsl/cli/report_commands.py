@@ -96,7 +96,7 @@ def _source(args, cfg, name: str) -> dict:
 
     path = Path(args.file)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    graph = build_graph(cfg)
+    graph = build_graph(cfg, spec_dir=path.parent)
     identities = {addr: step.identity for addr, step in graph.steps.items() if addr.startswith("benchmark.")}
     return {"file": args.file, "sha256": digest, "identities": identities, "vars": list(args.vars),
             "var_files": list(args.var_files), "hosts": {e.name: e.host.name for e in cfg.experiments}}
