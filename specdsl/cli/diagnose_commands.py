@@ -52,10 +52,10 @@ def _context(args):
         loaded = load_spec(args)
         if loaded is None:
             return None
-        from specdsl.graph.build import build_graph
+        from specdsl.operations import spec_graph
 
         cfg = loaded.resolved.config
-        graph = build_graph(cfg, spec_dir=Path(args.file).parent)
+        graph = spec_graph(cfg, args.file)
         state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     else:
         state_dir = Path(args.state) if args.state else Path(".specdsl")
