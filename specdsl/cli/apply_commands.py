@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from specdsl.cli.apply_view import print_result
+from specdsl.cli.apply_view import print_result, short_lines
 from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec, say_problems, state_error
 from specdsl.cli.console_walk import walk_with_console
 from specdsl.cli.plan_commands import add_common, planned_for
@@ -128,8 +128,6 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
 
         sys.stdout.write(render_apply_json(result, plan, state_dir))
     else:
-        from specdsl.cli.diagnose_commands import short_lines
-
         print_result(result, plan, why=short_lines(loaded.resolved.config, graph, state_dir, args.file))
     if result.state_failure:
         print(result.state_failure + "\n" + _servers_left(), file=sys.stderr)
