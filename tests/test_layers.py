@@ -69,3 +69,23 @@ def test_every_package_says_what_it_does_and_what_it_must_not_import(package):
     doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
     assert len(doc.split()) >= 15, f"specdsl/{package.name}/__init__.py: say what the layer does"
     assert "import" in doc.lower(), f"specdsl/{package.name}/__init__.py: say what the layer must not import"
+
+
+def _prints(source: str) -> list[int]:
+    """The lines of `source` that print: a call of print, or sys.stdout/sys.stderr."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            lines.append(node.lineno)
+        elif (isinstance(node, ast.Attribute) and node.attr in ("stdout", "stderr")
+              and isinstance(node.value, ast.Name) and node.value.id == "sys"):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_operations_print_nothing():
+    """cli is the only layer that prints: an operation returns what it found
+    (a Planned with its Problems, an ApplyResult) and the command says it."""
+    assert _prints("import sys\nprint('x')\nsys.stderr.write('y')\n") == [2, 3]  # the check sees what it forbids
+    for path in sorted((ROOT / "specdsl" / "operations").glob("*.py")):
+        assert not _prints(path.read_text()), f"specdsl/operations/{path.name}: prints (lines {_prints(path.read_text())})"

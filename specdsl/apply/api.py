@@ -2,7 +2,7 @@
 
 The CLI parses arguments, takes the state lock, confirms and renders; code
 that builds experiments itself (bisect, calibrate) calls `apply_plan` with a
-plan of its own (see `plan_config` for the plan of a config against state).
+plan of its own (`specdsl.operations` makes those plans and walks them).
 """
 
 from __future__ import annotations
@@ -39,23 +39,21 @@ def apply_plan(
     stop: threading.Event | None = None,
     variables: dict[str, Any] | None = None,
     workers: int = DEFAULT_WORKERS,
+    writer: StateWriter | None = None,
 ) -> ApplyResult:
     """Do what `plan` says for the steps of `graph`, recording into the state
     folder `state_dir` (whose lock `lock` the caller holds), and return the
     outcome of every step, the verdicts and the warnings. Servers this walk
     started are stopped before it returns, except `keep_running` ones when
     it was not interrupted. Never raises for a step that fails: that is an
-    outcome."""
+    outcome. `writer`: the operation's one state writer (`walk_writer`, on
+    the same `stop`), when it recorded something before the walk; then it
+    records the walk too, and `state` is what it holds."""
     own_registry = registry is None
     registry = registry or HostRegistry()
     graph = order_rivals(graph)  # the promote steps of one track decide knowing each other's verdicts
     stop = stop or threading.Event()
-    # a state that cannot be written stops the walk (see StateWriter)
-    def on_failure() -> bool:
-        stopped, _ = not stop.is_set(), stop.set()
-        return stopped
-
-    writer = StateWriter(Path(state_dir).resolve(), state or State.new(), lock, on_failure=on_failure)
+    writer = writer or walk_writer(state_dir, state, lock, stop)
     walk = Walk(plan, graph, writer, registry, Path(spec_dir), hooks or QuietHooks(), stop, dict(variables or {}))
     try:
         # Slurm hook (docs/slurm.md): chains on Slurm hosts run as batch jobs
@@ -79,3 +77,14 @@ def apply_plan(
         writer.flush()
         walk.result.state_failure = writer.report()
     return walk.result
+
+
+def walk_writer(state_dir: Path, state: State | None, lock: LockInfo | None, stop: threading.Event) -> StateWriter:
+    """The state writer of a walk stopped by `stop`: a state that cannot be
+    written stops the walk (see StateWriter)."""
+
+    def on_failure() -> bool:
+        stopped, _ = not stop.is_set(), stop.set()
+        return stopped
+
+    return StateWriter(Path(state_dir).resolve(), state or State.new(), lock, on_failure=on_failure)

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from specdsl.apply.outcome import ApplyResult, Outcome
+from specdsl.apply.outcome import ApplyResult, Outcome, StepFailed  # StepFailed: what handlers import from here
 from specdsl.apply.state_writer import StateWriter
 from specdsl.graph.steps import Step
 from specdsl.hosts import Host, HostRegistry
@@ -38,16 +38,6 @@ class QuietHooks:
 
     def finish(self, outcome: Outcome) -> None:
         pass
-
-
-class StepFailed(Exception):
-    """A step could not do its work. `detail` says what happened (first line
-    a summary); `log` where to look."""
-
-    def __init__(self, detail: str, log: str = "") -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.log = log
 
 
 @attrs.define

@@ -56,6 +56,18 @@ _REASON_TEXT = {
 }
 
 
+class StepFailed(Exception):
+    """A step could not do its work. `detail` says what happened (first line
+    a summary); `log` where to look. (Here, beside the outcome it becomes,
+    so that the state writer and the step context both import it from
+    below them.)"""
+
+    def __init__(self, detail: str, log: str = "") -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.log = log
+
+
 @attrs.frozen
 class Outcome:
     """How one step ended. `detail` is the human line (values, the root

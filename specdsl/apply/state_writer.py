@@ -22,6 +22,7 @@ import attrs
 import tomli_w
 
 from specdsl import private, secrets
+from specdsl.apply.outcome import StepFailed
 from specdsl.graph.content import server_content, stack_content
 from specdsl.state import (
     LockInfo, RunRecord, State, StateError, StepRecord, new_run_id, run_folder, state_path, utc_now, write_state,
@@ -133,8 +134,6 @@ class StateWriter:
         status = run.status if run is not None else "done"
         self.change(fn, f"{step.addr} ({status})", unwritten=unwritten)
         if self.unwritten and (run is None or run.status == "completed"):
-            from specdsl.apply.context import StepFailed  # (context imports this module)
-
             raise StepFailed(f"its result could not be recorded: {self.failure_summary()}; the walk stops "
                              f"(see {state_path(self.state_dir)})")
 

@@ -6,14 +6,12 @@ executing (what completed is recorded; re-apply resumes), 5 also when the state 
 the message says what is and is not recorded), 6 conflict (state
 locked, stale plan), 130 interrupted (servers stopped, state written).
 
-Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP (a closed terminal or SSH
-session) stop the walk: nothing new starts, running steps end as
-interrupted, servers are stopped, state is written. A second signal stops
-waiting: every server's process group is killed at once, and if apply has
-not ended `HURRY_EXIT_S` later it exits 130 there and then (state.toml is
-whole whenever that happens: every write is atomic). The handlers take no
-lock and print with a plain `os.write`: a signal that lands while the main
-thread draws progress cannot deadlock it.
+Signals: SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the walk, a second one
+stops waiting (`specdsl.cli.console_walk`).
+
+The command is parse (the spec or saved plan, the lock), operation (the
+plan: `specdsl.operations.plan_spec`), confirm, operation (the walk:
+`operations.apply.walk`), view; one host registry serves them all.
 
 Before the walk, every server the state records is looked at (see
 `specdsl.apply.orphans`): one that is gone, frozen, or no longer in the
@@ -23,19 +21,16 @@ once its process group is gone).
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
-import threading
 from pathlib import Path
 
-from specdsl.cli.apply_view import ConsoleHooks, print_result
-from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec
-from specdsl.cli.common import state_error
-from specdsl.cli.plan_commands import add_common, build_plan
-from specdsl.cli.recorded_servers import graph_hosts, launch_identities
+from specdsl.cli.apply_view import print_result, short_lines
+from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec, say_problems, state_error
+from specdsl.cli.console_walk import walk_with_console
+from specdsl.cli.plan_commands import add_common, planned_for
 from specdsl.cli.views import coloured_plan
-from specdsl.graph.build import build_graph
+from specdsl.operations import Session
+from specdsl.operations.plan import plan_saved
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
 from specdsl.plan.slurm import render_jobs
@@ -82,12 +77,13 @@ def cmd_apply(args) -> int:
         with locked(state_dir, "apply", notify=notes.append) as lock:
             for note in notes:
                 print(note, file=sys.stderr)
-            return _apply_locked(args, loaded, state_dir, lock, saved)
+            with Session() as session:
+                return _apply_locked(args, loaded, state_dir, lock, saved, session)
     except StateError as exc:  # LockError included
         return state_error(exc)
 
 
-def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
+def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
     state = load_state(state_dir)
     if saved is not None:
         stale = _stale(saved, loaded, state)
@@ -101,21 +97,17 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
             again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
             error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
             return EXIT_CONFLICT
-        graph = build_graph(loaded.resolved.config, spec_dir=Path(args.file).parent)
-        plan = saved
-        from specdsl.cli.plan_commands import dataset_errors
-
-        if not dataset_errors(graph, plan, Path(args.file).parent):
-            return EXIT_ERROR
+        planned = plan_saved(loaded.resolved.config, args.file, saved)
     else:
-        graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
-        if plan is None:
-            return EXIT_ERROR
-    from specdsl.apply.orphans import stale, survey
-    from specdsl.hosts import HostRegistry
+        planned = planned_for(args, loaded, state, state_dir, no_refresh=args.no_refresh, session=session)
+    if not planned.ok:
+        say_problems(planned.problems)
+        return EXIT_ERROR
+    graph, plan = planned.graph, planned.plan
+    from specdsl.apply.orphans import stale
+    from specdsl.operations.apply import survey
 
-    registry = HostRegistry()
-    seen = survey(state, registry, graph_hosts(graph), launch_identities(graph))
+    seen = survey(state, graph, session.registry)
     if not args.json:
         sys.stdout.write(coloured_plan(render_text(plan)) + render_jobs(graph, plan))
         _print_stale(stale(seen))
@@ -129,19 +121,13 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved) -> int:
         if answer != "yes":
             print("Apply cancelled.")
             return EXIT_ERROR
-    try:
-        result = walk_with_console(plan, graph, state_dir=state_dir, state=state, lock=lock,
-                                   spec_dir=Path(args.file).parent, variables=dict(loaded.resolved.config.variables),
-                                   registry=registry, seen=seen)
-    finally:
-        registry.close()
+    result = walk_with_console(plan, graph, spec=args.file, state_dir=state_dir, state=state, lock=lock,
+                               variables=dict(loaded.resolved.config.variables), registry=session.registry, seen=seen)
     if args.json:
         from specdsl.cli.apply_json import render_apply_json
 
         sys.stdout.write(render_apply_json(result, plan, state_dir))
     else:
-        from specdsl.cli.diagnose_commands import short_lines
-
         print_result(result, plan, why=short_lines(loaded.resolved.config, graph, state_dir, args.file))
     if result.state_failure:
         print(result.state_failure + "\n" + _servers_left(), file=sys.stderr)
@@ -166,112 +152,6 @@ def _print_stale(items) -> None:
         print(f"  - {s.line()}\n      {s.why}")
 
 
-HURRY_EXIT_S = 20.0
-
-
-class _Signals:
-    """Turns signals into the walk's stop event, then into a hurry. Takes
-    no lock in the handler (see the module docstring)."""
-
-    def __init__(self, stop: threading.Event) -> None:
-        self.stop = stop
-        self.count = 0
-        self.done = threading.Event()
-
-    def handle(self, signum, _frame=None) -> None:
-        self.count += 1
-        name = signal.Signals(signum).name
-        if self.count == 1:
-            self.stop.set()
-            _say(f"{name} received: finishing the running step, stopping servers, writing state "
-                 "(send it again to stop at once)")
-        elif self.count == 2:
-            _say(f"{name} again: stopping at once (killing every server's process group)")
-            threading.Thread(target=self._hurry, name="hurry", daemon=True).start()
-        else:
-            _say(f"{name}: already stopping at once")
-
-    def _hurry(self) -> None:
-        from specdsl.servers import lifecycle
-
-        for line in lifecycle.hurry():
-            _say(f"could not stop a server: {line}")
-        if not self.done.wait(HURRY_EXIT_S):
-            for line in lifecycle.hurry():
-                _say(f"could not stop a server: {line}")
-            _say(f"apply did not end {HURRY_EXIT_S:g}s after the second signal: exiting now "
-                 "(state.toml is as last written; re-apply resumes)")
-            os._exit(130)
-
-
-def _say(message: str) -> None:
-    try:
-        os.write(2, f"\n{message}\n".encode())
-    except OSError:  # the terminal is gone (SIGHUP)
-        pass
-
-
-class _SafeHooks:
-    """Progress that never takes the walk down: a console gone with its
-    terminal (SIGHUP) makes writes fail; the walk goes on without them."""
-
-    def __init__(self, hooks) -> None:
-        self.hooks = hooks
-
-    def __getattr__(self, name):
-        method = getattr(self.hooks, name)
-
-        def call(*args, **kw):
-            try:
-                return method(*args, **kw)
-            except (OSError, ValueError):  # ValueError: a closed stream
-                return None
-
-        return call
-
-
-def walk_with_console(plan, graph, *, registry=None, seen=None, **kw):
-    """`apply_plan` with progress on the console and Ctrl-C, SIGTERM and
-    SIGHUP turned into the walk's stop event (servers stopped, state
-    written); a second signal kills the servers at once. Recorded servers
-    that the walk will not reuse (`seen`, else surveyed here) are stopped
-    first."""
-    from specdsl.apply import apply_plan
-    from specdsl.apply.orphans import stop_stale, survey
-    from specdsl.apply.outcome import ApplyResult
-    from specdsl.apply.state_writer import StateWriter
-    from specdsl.hosts import HostRegistry
-    from specdsl.servers import lifecycle
-
-    stop = threading.Event()
-    hooks = ConsoleHooks()
-    signals = _Signals(stop)
-    lifecycle.reset_hurry()
-    own_registry = registry is None
-    registry = registry or HostRegistry()
-    previous = _on_signals(signals.handle)
-    try:
-        if seen is None:
-            seen = survey(kw.get("state"), registry, graph_hosts(graph), launch_identities(graph))
-        problems: list[str] = []
-        if any(s.why for s in seen):
-            writer = StateWriter(Path(kw["state_dir"]).resolve(), kw.get("state"), kw.get("lock"))
-            problems = stop_stale(writer, seen)
-            kw["state"] = writer.state
-            if writer.failure is not None:
-                return ApplyResult(state_failure=writer.report(), warnings=problems)
-        result = apply_plan(plan, graph, hooks=_SafeHooks(hooks), stop=stop, registry=registry, **kw)
-        for line in problems:
-            result.warn(line)
-        return result
-    finally:
-        signals.done.set()
-        _restore_signals(previous)
-        _SafeHooks(hooks).close()
-        if own_registry:
-            registry.close()
-
-
 def _stale(saved, loaded, state) -> str | None:
     if saved.spec_digest != loaded.digest:
         return f"{saved.spec} (or a file it imports, or a variable) changed since the plan was made"
@@ -282,20 +162,3 @@ def _stale(saved, loaded, state) -> str | None:
     if saved.serial != serial:
         return f"the state changed since the plan was made (serial {saved.serial} -> {serial})"
     return None
-
-
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
-
-def _on_signals(handler):
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    previous = {}
-    for sig in SIGNALS:
-        previous[sig] = signal.signal(sig, handler)
-    return previous
-
-
-def _restore_signals(previous) -> None:
-    for sig, old in (previous or {}).items():
-        signal.signal(sig, old)

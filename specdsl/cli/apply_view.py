@@ -1,12 +1,14 @@
 """Apply's terminal view: one line when a step starts and ends (status,
 elapsed), a live status line for long steps on a terminal (installer
-output, requests done), and the closing summary with every verdict."""
+output, requests done), and the closing summary with every verdict (under
+a FAIL, the top differences from its baseline: `short_lines`)."""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -118,3 +120,30 @@ def print_result(result, plan, stream=None, why=None) -> None:
     )
     if result.interrupted:
         console.print("Completed steps are recorded; run apply again to resume.")
+
+
+SHORT = 3  # differences under a FAIL
+
+
+def short_lines(cfg, graph, state_dir: Path, spec: str = ""):
+    """A function experiment -> the lines apply prints under its FAIL: the
+    top differences from its baseline ([] when there is nothing to say)."""
+
+    def lines(name: str) -> list[str]:
+        from specdsl.diagnose import DiagnoseError, compare, sides_of
+        from specdsl.state import StateError, load_state
+
+        try:
+            state = load_state(state_dir)
+            sides = sides_of(state, cfg, graph, name, spec=spec)
+            d = compare(state, sides.baseline_run, sides.candidate_run, state_dir=state_dir, baseline=sides.baseline,
+                        candidate=sides.candidate, labels=sides.labels)
+        except (DiagnoseError, StateError, OSError, ValueError) as exc:
+            return [f"(no diagnosis: {exc})"]
+        if not d.differences:
+            return [f"no recorded difference from {d.baseline}: the gap is noise, load or drift (specdsl diagnose {name})"]
+        more = len(d.differences) - SHORT
+        tail = f"; {more} more" if more > 0 else ""
+        return [f"{x.rank + 1}. {x.line()}" for x in d.top(SHORT)] + [f"(specdsl diagnose {name} {spec}{tail})".replace(" )", ")")]
+
+    return lines

@@ -16,6 +16,7 @@ from pathlib import Path
 from specdsl.cli.common import EXIT_ERROR, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
+from specdsl.operations import Session
 from specdsl.state import StateError, load_state, locked, state_dir_for
 from specdsl.verdict.decision import Status
 
@@ -54,7 +55,8 @@ def cmd_bisect(args) -> int:
     from specdsl.diagnose import DiagnoseError, compare, sides_of
     from specdsl.diagnose.bisect import bisect
     from specdsl.diagnose.ddmin import bound_for_one_cause, experiments_asked
-    from specdsl.graph.build import build_graph, paired_with
+    from specdsl.graph.build import paired_with
+    from specdsl.operations import spec_graph
 
     if args.max_experiments is not None and args.max_experiments < 1:
         error("--max-experiments: at least 1")
@@ -63,7 +65,7 @@ def cmd_bisect(args) -> int:
     if loaded is None:
         return EXIT_ERROR
     cfg = loaded.resolved.config
-    graph = build_graph(cfg)
+    graph = spec_graph(cfg, args.file)
     state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     try:
         state = load_state(state_dir)
@@ -104,26 +106,28 @@ def cmd_bisect(args) -> int:
         error("bisect runs servers: confirm with --yes (stdin is not a terminal)")
         return EXIT_ERROR
     try:
-        with locked(state_dir, "bisect") as lock:
+        with locked(state_dir, "bisect") as lock, Session() as session:
             result = bisect(cfg, cand, base, diffs, paired=paired, budget=args.max_experiments,
-                            run=_runner(args, loaded, state_dir, lock))
+                            run=_runner(args, loaded, state_dir, lock, session))
     except StateError as exc:
         return state_error(exc)
     return _report(result, diffs, bound, experiments_asked(result.search))
 
 
-def _runner(args, loaded, state_dir: Path, lock):
-    from specdsl.cli.apply_commands import walk_with_console
-    from specdsl.graph.build import build_graph
-    from specdsl.plan.diff import make_plan
-    from specdsl.plan.model import Action, Refresh
+def _runner(args, loaded, state_dir: Path, lock, session):
+    """Each intermediate experiment: planned against what is recorded
+    (`operations.plan_config`), shown, walked on the console; one host
+    registry for all of them (the session's)."""
+    from specdsl.cli.console_walk import walk_with_console
+    from specdsl.operations import plan_config
+    from specdsl.plan.model import Action
     from specdsl.plan.render import render_text
 
     def run(trial_cfg, name: str, may_run: bool):
-        graph = build_graph(trial_cfg)
         state = load_state(state_dir)
-        plan = make_plan(graph, state, Refresh.from_state(state), spec=args.file, spec_digest=loaded.digest,
-                         variables=dict(trial_cfg.variables), targets=(name,))
+        planned = plan_config(trial_cfg, args.file, state, digest=loaded.digest, variables=dict(trial_cfg.variables),
+                              targets=(name,))
+        graph, plan = planned.graph, planned.plan
         bench = plan.change(f"benchmark.{name}")
         reused = bench is not None and bench.action is not Action.RUN
         if not reused and not may_run:
@@ -134,8 +138,8 @@ def _runner(args, loaded, state_dir: Path, lock):
         print(f"\n{name}: " + ("results recorded, reused" if reused else "running"))
         sys.stdout.write(render_text(plan))
         sys.stdout.flush()
-        result = walk_with_console(plan, graph, state_dir=state_dir, state=state, lock=lock,
-                                   spec_dir=Path(args.file).parent, variables=dict(trial_cfg.variables))
+        result = walk_with_console(plan, graph, spec=args.file, state_dir=state_dir, state=state, lock=lock,
+                                   variables=dict(trial_cfg.variables), registry=session.registry)
         failure = next((f"{o.addr}: {o.detail.splitlines()[0] if o.detail else 'failed'}"
                         for o in result.outcomes if o.status.name == "FAILED"), "")
         verdicts = [v for exp, v in result.verdicts if exp == name]

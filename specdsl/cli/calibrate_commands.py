@@ -61,10 +61,8 @@ def _old_order(first: str, second: str) -> bool:
 def cmd_calibrate(args) -> int:
     from specdsl.apply.judge import blocks_of
     from specdsl.apply.results import document_of
-    from specdsl.cli.apply_commands import walk_with_console
-    from specdsl.graph.build import build_graph
-    from specdsl.plan.diff import make_plan
-    from specdsl.plan.model import Refresh
+    from specdsl.cli.console_walk import walk_with_console
+    from specdsl.operations import Session, plan_config
     from specdsl.verdict import mde_ratio, noise_of, pairs_needed
 
     if args.pairs < 2:
@@ -87,19 +85,18 @@ def cmd_calibrate(args) -> int:
         error(f"no experiment {args.experiment!r} in {args.file}; {did_you_mean(args.experiment, names) or 'experiments: ' + ', '.join(names)}")
         return EXIT_ERROR
     aa, cand = aa_config(cfg, exp, args.pairs)
-    graph = build_graph(aa)
     state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     try:
-        with locked(state_dir, "calibrate") as lock:
+        with locked(state_dir, "calibrate") as lock, Session() as session:
             state = load_state(state_dir)
-            plan = make_plan(graph, state, Refresh.from_state(state), spec=args.file, spec_digest=loaded.digest,
-                             rerun=True, targets=(cand,))
+            planned = plan_config(aa, args.file, state, digest=loaded.digest, rerun=True, targets=(cand,))
+            graph, plan = planned.graph, planned.plan
             print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, two fresh launches a pair).", file=sys.stderr)
             if not args.yes and not sys.stdin.isatty():
                 error("calibrate runs servers: confirm with --yes (stdin is not a terminal)")
                 return EXIT_ERROR
-            result = walk_with_console(plan, graph, state_dir=state_dir, state=state, lock=lock,
-                                       spec_dir=Path(args.file).parent, variables=dict(cfg.variables))
+            result = walk_with_console(plan, graph, spec=args.file, state_dir=state_dir, state=state, lock=lock,
+                                       variables=dict(cfg.variables), registry=session.registry)
             if result.exit_code() != 0:
                 error(f"the A/A measurement did not complete (exit {result.exit_code()}); nothing recorded as noise")
                 return result.exit_code()

@@ -123,6 +123,17 @@ def error(message: str) -> None:
     print(f"specdsl: error: {message}", file=sys.stderr)
 
 
+def say_problems(problems) -> None:
+    """Say an operation's `Problems` on stderr: its diagnostics with their
+    lines, then its errors, then its hints."""
+    if problems.diags:
+        print_diags(list(problems.diags), problems.sources)
+    for message in problems.errors:
+        error(message)
+    for hint in problems.hints:
+        print(hint, file=sys.stderr)
+
+
 def state_error(exc) -> int:
     """Say a `specdsl.state.StateError` (it renders as `PATH: error:
     Summary` and its hint) and return its exit status: 6 for a conflict

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from specdsl.cli.common import EXIT_ERROR, error, state_error
-from specdsl.cli.recorded_servers import spec_hosts
+from specdsl.operations.recorded_servers import spec_hosts
 
 EXIT_FAILED = 5
 DESTROY_GRACE_S = 10.0

@@ -3,8 +3,8 @@ what differs between two arms, ranked by likely impact (docs/diagnose.md).
 
 Both read state only (no lock: they write nothing). `diagnose` compares an
 experiment's recorded result with its baseline's; `diff` any two
-experiments or recorded runs. The short form (`short_lines`) is what apply
-prints under a FAIL.
+experiments or recorded runs. The short form apply prints under a FAIL
+is `cli.apply_view.short_lines`.
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ from specdsl.cli.common import EXIT_ERROR, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
 from specdsl.state import StateError, load_state, state_dir_for
-
-SHORT = 3  # differences under a FAIL
 
 
 def add_parsers(sub) -> None:
@@ -39,9 +37,6 @@ def add_parsers(sub) -> None:
                    help="also the differences hidden as noise (ports, seeds) or said by another line")
     add_common(p, target=False)
     p.set_defaults(handler=cmd_diff)
-    from specdsl.cli import bisect_commands
-
-    bisect_commands.add_parsers(sub)
 
 
 def _context(args):
@@ -52,10 +47,10 @@ def _context(args):
         loaded = load_spec(args)
         if loaded is None:
             return None
-        from specdsl.graph.build import build_graph
+        from specdsl.operations import spec_graph
 
         cfg = loaded.resolved.config
-        graph = build_graph(cfg)
+        graph = spec_graph(cfg, args.file)
         state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     else:
         state_dir = Path(args.state) if args.state else Path(".specdsl")
@@ -155,26 +150,3 @@ def render(diagnosis, show_all: bool = False) -> str:
 
 def _num(value) -> str:
     return "-" if value is None else f"{value:.4g}"
-
-
-def short_lines(cfg, graph, state_dir: Path, spec: str = ""):
-    """A function experiment -> the lines apply prints under its FAIL: the
-    top differences from its baseline ([] when there is nothing to say)."""
-
-    def lines(name: str) -> list[str]:
-        from specdsl.diagnose import DiagnoseError, compare, sides_of
-
-        try:
-            state = load_state(state_dir)
-            sides = sides_of(state, cfg, graph, name, spec=spec)
-            d = compare(state, sides.baseline_run, sides.candidate_run, state_dir=state_dir, baseline=sides.baseline,
-                        candidate=sides.candidate, labels=sides.labels)
-        except (DiagnoseError, StateError, OSError, ValueError) as exc:
-            return [f"(no diagnosis: {exc})"]
-        if not d.differences:
-            return [f"no recorded difference from {d.baseline}: the gap is noise, load or drift (specdsl diagnose {name})"]
-        more = len(d.differences) - SHORT
-        tail = f"; {more} more" if more > 0 else ""
-        return [f"{x.rank + 1}. {x.line()}" for x in d.top(SHORT)] + [f"(specdsl diagnose {name} {spec}{tail})".replace(" )", ")")]
-
-    return lines

@@ -7,17 +7,18 @@ import shlex
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec, state_error
+from specdsl.cli.common import (
+    EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec, say_problems, state_error,
+)
 from specdsl.cli.lang_commands import add_var_args
-from specdsl.graph.build import build_graph
-from specdsl.names import cell_parts, natural_key, natural_sorted, target_matches
-from specdsl.plan.diff import make_plan
-from specdsl.plan.files import job_files, missing_detail, missing_files, planned_copies, render_copies
-from specdsl.plan.model import Refresh
-from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
 from specdsl.cli.views import coloured_plan
+from specdsl.names import natural_key
+from specdsl.operations import Session, plan_spec
+from specdsl.operations.plan import ask_login_nodes, login_node_copies, stale_servers
+from specdsl.plan.files import render_copies
+from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
 from specdsl.plan.render import render_json, render_text
-from specdsl.plan.slurm import render_jobs, slurm_jobs
+from specdsl.plan.slurm import render_jobs
 from specdsl.state import LockError, StateError, load_state, state_dir_for
 from specdsl.state import commands as state_commands
 
@@ -96,181 +97,50 @@ def read_state(args):
     return state_dir, load_state(state_dir)
 
 
-def build_plan(args, loaded, state, *, no_refresh: bool):
-    graph = build_graph(loaded.resolved.config, spec_dir=Path(args.file).parent)
-    if graph.diags:
-        from specdsl.cli.views import print_diags
-
-        print_diags(graph.diags, {})
-        return None, None
-    experiments = loaded.resolved.config.experiments
-    known = {e.name for e in experiments} | {e.group for e in experiments}
-    unknown = [t for t in getattr(args, "target", []) if not any(target_matches(t, e.name) for e in experiments)]
-    if unknown:
-        from specdsl.diag import did_you_mean
-
-        groups = natural_sorted({e.group for e in experiments})
-        for target in unknown:
-            parts = cell_parts(target)
-            cells = [e for e in experiments if parts is not None and e.group == parts[0] and e.matrix]
-            if cells and parts[1]:  # a slice no cell matches: say the keys and values there are
-                shown = "; ".join(f"{k}: {', '.join(natural_sorted({str(dict(e.matrix)[k]) for e in cells}))}"
-                                  for k in dict(cells[0].matrix))
-                error(f"--target {target}: no cell of {parts[0]} has those values in {loaded.spec}; its matrix: {shown}")
-                continue
-            hint = did_you_mean(target, known) or "experiments: " + ", ".join(groups)
-            error(f"--target {target}: no experiment of that name in {loaded.spec}; {hint}")
-        return None, None
-    if no_refresh:
-        fresh = Refresh.from_state(state)
-    else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
-        from specdsl.apply.refresh import Unreachable, refresh
-
-        cfg = loaded.resolved.config
-        names = {h.name: h for h in cfg.hosts} | {e.host.name: e.host for e in cfg.experiments}
-        wanted = {s.identity: s.payload["host"] for s in graph.steps.values() if s.kind == "provision"}
-        try:
-            fresh = refresh(state, names=names, wanted=wanted, strict=True)
-        except Unreachable as exc:
-            for cause in exc.causes:
-                error(f"cannot refresh: {cause}")
-            print("  = hint: the plan needs to ask each host what still runs there; check the host and your ssh "
-                  "config, or plan offline from recorded state with --no-refresh (-refresh=false)", file=sys.stderr)
-            return None, None
-
-    def planned(durations=None):
-        return make_plan(graph, state, fresh, spec=loaded.spec, spec_digest=loaded.digest, variables=loaded.variables,
-                         rerun=getattr(args, "rerun", False), targets=tuple(getattr(args, "target", [])),
-                         more=getattr(args, "more", 0), durations=durations)
-
-    plan = planned()
-    # the costs' times: the durations recorded for what this plan runs or
-    # leaves undecided, read from the state folder (only those run folders),
-    # then the same plan with them (planning is pure and takes 0.04 s)
-    wanted = {c.addr for c in plan.costs} | {graph.steps[u.check].deps[0] for u in plan.undecided}
-    if wanted and state is not None and state.runs:
-        from specdsl.plan.durations import recorded_durations
-
-        state_dir = state_dir_for(Path(args.file), Path(args.state) if getattr(args, "state", None) else None)
-        plan = planned(recorded_durations(state, state_dir, graph, wanted))
-    if not dataset_errors(graph, plan, Path(args.file).parent):
-        return None, None
-    return graph, plan
+def planned_for(args, loaded, state, state_dir: Path, *, no_refresh: bool, session=None):
+    """The plan operation (`operations.plan_spec`) for the command's
+    arguments: its targets, --rerun and --more."""
+    return plan_spec(loaded.resolved.config, args.file, state, state_dir, digest=loaded.digest,
+                     variables=loaded.variables, targets=getattr(args, "target", []),
+                     rerun=getattr(args, "rerun", False), more=getattr(args, "more", 0), refresh=not no_refresh,
+                     session=session)
 
 
-def login_node_copies(graph, plan, spec_dir: Path) -> list | None:
-    """The files the plan's jobs on login-node hosts (`ssh` with `slurm`)
-    will have copied to the login node (`plan.files.planned_copies`), or
-    None when one is not on this machine: an error at the block that names
-    it (reported), as apply's preflight finds it."""
-    jobs = [j for j in slurm_jobs(graph, plan) if getattr(j.host, "ssh", None)]
-    if not jobs:
-        return []
-    files = [f for name in sorted({j.host.name for j in jobs}) for f in job_files(graph, jobs, name, spec_dir)]
-    gone = missing_files(files)
-    if gone:
-        from specdsl.cli.views import print_diags
-        from specdsl.diag import Diagnostic
-
-        _print_located(print_diags, [
-            Diagnostic.error(f"{f.what[0].upper()}{f.what[1:]}: a file to copy to the login node is missing", f.span,
-                             missing_detail(f) + " (nothing was started)") for f in gone])
-        return None
-    return planned_copies(graph, jobs, spec_dir)
-
-
-def ask_login_nodes(graph, plan, copies: list) -> tuple[list, dict]:
-    """`copies` with what each login node says: "already there" or "will
-    copy", asked in the one command apply's stage asks
-    (`apply.slurm.files.present`); a login node that cannot be reached leaves its
-    copies "copied unless already there", with why (host -> why)."""
-    import attrs
-
-    from specdsl.apply.slurm.files import present
-    from specdsl.hosts import HostError, HostRegistry
-    from specdsl.plan.files import COPY, THERE
-
-    decls = {j.host.name: j.host for j in slurm_jobs(graph, plan)}
-    out, notes = [], {}
-    registry = HostRegistry()
-    try:
-        for name in sorted({c.host for c in copies}):
-            mine = [c for c in copies if c.host == name]
-            # the login shell starts in the home folder: a workdir under ~ is asked relative to it
-            root = Path(mine[0].workdir.removeprefix("~/"))
-            try:
-                there = present(registry.get(decls[name]), sorted({root / c.folder for c in mine}))
-            except (HostError, OSError) as exc:
-                notes[name] = f"the login node was not reached: {str(exc).strip()[-200:]}"
-                out += mine
-                continue
-            out += [attrs.evolve(c, status=THERE if str(root / c.folder) in there else COPY) for c in mine]
-    finally:
-        registry.close()
-    return out, notes
-
-
-def _print_located(print_diags, diags) -> None:
-    """`diags` with their spec lines."""
-    sources = {}
-    for d in diags:
-        if d.span is not None and d.span.file not in sources:
-            try:
-                sources[d.span.file] = Path(d.span.file).read_text()
-            except OSError:
-                pass
-    print_diags(diags, sources)
-
-
-def dataset_errors(graph, plan, spec_dir: Path) -> bool:
-    """Each dataset file a benchmark to run cannot use is an error at its
-    workload block, before any server starts; True when there is none."""
-    from specdsl.bench.datasets import check_dataset
-    from specdsl.cli.views import print_diags
-    from specdsl.diag import Diagnostic
-
-    diags, seen = [], set()
-    for change in plan.changes:
-        step = graph.steps[change.addr]
-        if change.kind != "benchmark" or change.action.word != "run" or step.payload["experiment"].workload in seen:
-            continue
-        workload = step.payload["experiment"].workload
-        seen.add(workload)
-        why = check_dataset(workload, spec_dir)
-        if why:
-            diags.append(Diagnostic.error(f"Workload `{workload.name}`: its dataset cannot be used", workload.span,
-                                          f"{why}; fix the file or `dataset` (nothing was started)"))
-    if diags:
-        _print_located(print_diags, diags)
-    return not diags
-
-
-def _spec_plan(args):
-    """(graph, plan) for args.file against its state, or an exit code when
-    the spec, the state or the targets are wrong (already reported)."""
+def _spec_plan(args, session):
+    """(graph, plan, state) for args.file against its state, or an exit
+    code when the spec, the state or the targets are wrong (reported)."""
     loaded = load_spec(args)
     if loaded is None:
         return EXIT_ERROR
     try:
-        _, state = read_state(args)
+        state_dir, state = read_state(args)
     except StateError as exc:
         return state_error(exc)
-    graph, plan = build_plan(args, loaded, state, no_refresh=args.no_refresh)
-    return EXIT_ERROR if plan is None else (graph, plan, state)
+    planned = planned_for(args, loaded, state, state_dir, no_refresh=args.no_refresh, session=session)
+    if not planned.ok:
+        say_problems(planned.problems)
+        return EXIT_ERROR
+    return planned.graph, planned.plan, state
 
 
 def cmd_plan(args) -> int:
-    made = _spec_plan(args)
+    with Session() as session:
+        return _plan(args, session)
+
+
+def _plan(args, session) -> int:
+    made = _spec_plan(args, session)
     if isinstance(made, int):
         return made
     graph, plan, state = made
-    copies = login_node_copies(graph, plan, Path(args.file).resolve().parent)
-    if copies is None:
+    copies, problems = login_node_copies(graph, plan, Path(args.file).resolve().parent)
+    if problems is not None:
+        say_problems(problems)
         return EXIT_ERROR
     notes: dict = {}
     if copies and not args.no_refresh:
-        copies, notes = ask_login_nodes(graph, plan, copies)
-    stale = _stale_servers(graph, state, refresh=not args.no_refresh)
+        copies, notes = ask_login_nodes(graph, plan, copies, session)
+    stale = stale_servers(graph, state, refresh=not args.no_refresh, session=session)
     # the plan file first: when it cannot be written, the run is an error
     # and prints no plan that looks saved
     if args.out:
@@ -296,22 +166,6 @@ def cmd_plan(args) -> int:
         acts = any(s.action != "keep" for s in stale)
         return EXIT_CHANGES if plan.pending or acts else EXIT_OK
     return EXIT_OK
-
-
-def _stale_servers(graph, state, *, refresh: bool) -> list:
-    """The recorded servers apply will stop or drop before its walk (left by
-    an apply that was killed, or no longer in the spec): `orphans.for_plan`."""
-    if state is None or not state.servers:
-        return []
-    from specdsl.apply.orphans import for_plan
-    from specdsl.cli.recorded_servers import graph_hosts, launch_identities
-    from specdsl.hosts import HostRegistry
-
-    registry = HostRegistry()
-    try:
-        return for_plan(state, launch_identities(graph), refresh=refresh, registry=registry, decls=graph_hosts(graph))
-    finally:
-        registry.close()
 
 
 def _holder(args):
@@ -348,7 +202,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_graph(args) -> int:
-    made = _spec_plan(args)
+    with Session() as session:
+        made = _spec_plan(args, session)
     if isinstance(made, int):
         return made
     graph, plan, _ = made

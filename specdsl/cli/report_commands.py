@@ -92,11 +92,11 @@ def _source(args, cfg, name: str) -> dict:
     and the variables given, so the page can say what reproduces it."""
     import hashlib
 
-    from specdsl.graph.build import build_graph
+    from specdsl.operations import spec_graph
 
     path = Path(args.file)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    graph = build_graph(cfg)
+    graph = spec_graph(cfg, args.file)
     identities = {addr: step.identity for addr, step in graph.steps.items() if addr.startswith("benchmark.")}
     return {"file": args.file, "sha256": digest, "identities": identities, "vars": list(args.vars),
             "var_files": list(args.var_files), "hosts": {e.name: e.host.name for e in cfg.experiments}}

@@ -1,9 +1,10 @@
-"""specdsl.cli.recorded_servers: the host declarations and launch identities
+"""specdsl.operations.recorded_servers: the host declarations and launch identities
 that plan, apply and destroy hand to apply.orphans, from one place."""
 
 from __future__ import annotations
 
-from specdsl.cli import apply_commands, destroy_commands, plan_commands, recorded_servers
+from specdsl.cli import apply_commands, destroy_commands, plan_commands
+from specdsl.operations import recorded_servers
 from specdsl.hosts import host_key
 
 from test_plan_hosts import graph_of, two_hosts

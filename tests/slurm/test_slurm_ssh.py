@@ -238,7 +238,7 @@ def test_plan_asks_the_login_node_which_copies_are_there(login, tmp_path, monkey
     new one "will copy"; with --no-refresh it asks nothing."""
     from specdsl.apply.slurm import files as slurm_files
     from specdsl.cli.main import main
-    from specdsl.cli.plan_commands import ask_login_nodes, login_node_copies
+    from specdsl.operations.plan import ask_login_nodes, login_node_copies
     from specdsl.plan.files import copy_folder, render_copies
 
     root = tmp_path / "login-workdir" / "slurm"
@@ -257,7 +257,9 @@ def test_plan_asks_the_login_node_which_copies_are_there(login, tmp_path, monkey
     shutil.copy(tmp_path / "p.jsonl", root / "files" / copy_folder(digest, tmp_path / "p.jsonl") / "p.jsonl")
     monkeypatch.setenv("SPECDSL_SSH_CONFIG", str(login.config))
     graph, plan = planned_here(tmp_path / "m.spec")
-    copies, notes = ask_login_nodes(graph, plan, login_node_copies(graph, plan, tmp_path))
+    copies, problems = login_node_copies(graph, plan, tmp_path)
+    assert problems is None
+    copies, notes = ask_login_nodes(graph, plan, copies)
     rows = {c.file.text: c.as_json() for c in copies}
     assert notes == {} and rows["p.jsonl"]["status"] == "already there" and rows["./bench.py"]["status"] == "will copy"
     assert Path(rows["p.jsonl"]["copy"]).read_text() == '{"prompt": "hi"}\n'

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from specdsl.apply.refresh import refresh
-from specdsl.cli.apply_commands import walk_with_console
+from specdsl.operations.apply import walk
 from specdsl.graph.build import build_graph
 from specdsl.hosts import HostRegistry
 from specdsl.hosts.registry import SSH_CONFIG_ENV
@@ -88,8 +88,8 @@ experiment "e" {{
             fresh = refresh(state, registry, decls, {prov.identity: prov.payload["host"]})
             plan = make_plan(graph, state, fresh, spec=str(spec), spec_digest="d")
             assert {c.addr: c.action for c in plan.changes}["launch.s"] is Action.REUSE
-            result = walk_with_console(plan, graph, registry=registry, state_dir=state_dir, state=state, lock=lock,
-                                       spec_dir=tmp_path)
+            result = walk(plan, graph, registry=registry, state_dir=state_dir, state=state, lock=lock,
+                          spec=spec)
         failed = "\n".join(f"{o.addr}: {o.detail}" for o in result.outcomes if o.status.name == "FAILED")
         assert result.exit_code() == 0, failed
         # reused, not stopped as frozen and launched again
