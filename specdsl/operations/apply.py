@@ -20,12 +20,14 @@ def survey(state, graph, registry) -> list:
 
 
 def walk(plan, graph, *, spec: str | Path, state_dir: Path, state, lock, registry, variables: dict | None = None,
-         seen: list | None = None, hooks=None, stop: threading.Event | None = None):
+         seen: list | None = None, hooks=None, stop: threading.Event | None = None, then=None):
     """Walk `plan` (of `graph`, the spec at `spec`: its folder is where the
     steps find the spec's files) under the caller's `lock`, and return the
     `ApplyResult`. Recorded servers the walk will not reuse (`seen`, else
     surveyed here) are stopped first; a state that cannot be written then
-    ends it before anything starts (the result says so)."""
+    ends it before anything starts (the result says so). `then(writer,
+    result)`, when given, records what the caller makes of the walk's result
+    through the walk's own writer (calibrate's noise)."""
     from specdsl.apply import apply_plan
     from specdsl.apply.api import walk_writer
     from specdsl.apply.orphans import stop_stale
@@ -44,4 +46,6 @@ def walk(plan, graph, *, spec: str | Path, state_dir: Path, state, lock, registr
                         registry=registry, hooks=hooks, stop=stop, variables=variables, writer=writer)
     for line in problems:
         result.warn(line)
+    if then is not None:
+        then(writer, result)
     return result

@@ -117,7 +117,7 @@ def test_diagnose_diff_and_bisect_find_what_apply_recorded(specs, capsys):
 def test_calibrate_records_the_identity_of_the_spec_folder(specs, capsys):
     # the A/A benchmark's identity holds the digest of the dataset file
     # beside the spec, whatever the current directory (elsewhere/ here)
-    from specdsl.cli.calibrate_commands import aa_config
+    from specdsl.operations.calibrate import aa_config
     from specdsl.graph.build import build_graph
     from specdsl.resolve.resolver import resolve_file
 
