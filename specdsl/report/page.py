@@ -160,7 +160,7 @@ def interval_is(x) -> str:
 
 
 def runs_table(v: ExperimentView) -> str:
-    rows = [[td(p.order + 1, True), td(plots.arm_label(v, p.arm)), td("-" if p.pair is None else p.pair, True),
+    rows = [[td(p.order + 1, True), td(plots.arm_label(v, p.arm)), td("-" if p.pair is None else p.pair + 1, True),
              td("-" if p.launch is None else p.launch, True), td(num(p.value), True)] for p in v.runs]
     return table(["#", "arm", "pair", "launch", esc(f"{v.metric} ({plots.unit_of(v.metric)})")], rows)
 

@@ -28,7 +28,7 @@ def pair_tables(v) -> list[str]:
                  else [f"candidate ({unit})"])
         rows = []
         for pv in x.pairs:
-            row = [markup.td(pv.pair, True), markup.td("-" if pv.launch_a is None else f"launch {pv.launch_a}", True),
+            row = [markup.td(pv.pair + 1, True), markup.td("-" if pv.launch_a is None else f"launch {pv.launch_a}", True),
                    markup.td("-" if pv.launch_b is None else f"launch {pv.launch_b}", True)]
             row += ([markup.td(markup.num(pv.baseline), True), markup.td(markup.num(pv.candidate), True), markup.td(markup.num(pv.value), True)] if ratio
                     else [markup.td(markup.num(pv.candidate), True)])

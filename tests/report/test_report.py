@@ -261,7 +261,7 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     pairs = page[page.index('<h3 class="pairs" data-check="faster">'):]
     rows = re.findall(r'<tr><td class="num">(\d+)</td><td class="num">launch (\d+)</td><td class="num">launch (\d+)</td>'
                       r'<td class="num">([\d.]+)</td><td class="num">([\d.]+)</td><td class="num">([\d.]+)</td></tr>', pairs)
-    launches = [(str(p["pair"]), *(str(b["launch"]) for b in sorted(p["blocks"], key=lambda b: b["arm"]))) for p in doc["pairs"]]
+    launches = [(str(p["pair"] + 1), *(str(b["launch"]) for b in sorted(p["blocks"], key=lambda b: b["arm"]))) for p in doc["pairs"]]
     assert [r[:3] for r in rows[:len(launches)]] == launches
     for _, _, _, base, cand, ratio in rows[:len(launches)]:
         assert abs(float(cand) / float(base) / float(ratio) - 1) < 2e-3  # candidate / baseline, as shown
