@@ -115,14 +115,6 @@ def significant(x: float, digits: int) -> str:
     """`x` to `digits` significant digits, written as people write numbers:
     never an exponent, whatever its size (`0.000005`, not `5e-06`; a
     verdict line or a report is read, not parsed)."""
-    text = f"{x:.{digits}g}"
-    if "e" not in text:
-        return text
-    mantissa, exponent = text.split("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    whole, _, frac = mantissa.lstrip("-").partition(".")
-    shift = int(exponent)
-    if shift < 0:
-        return f"{sign}0.{'0' * (-shift - 1)}{whole}{frac}"
-    body = (whole + frac).ljust(shift + 1, "0")
-    return f"{sign}{body[:shift + 1]}" + (f".{body[shift + 1:]}" if body[shift + 1:] else "")
+    from decimal import Decimal
+
+    return format(Decimal(f"{x:.{digits}g}"), "f")

@@ -232,11 +232,11 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
             log_path=str(log_path),
         )
     if stack.installer == "prebuilt":
-        _check_prebuilt(stack, facts["packages"])
+        pinned = _check_prebuilt(stack, facts["packages"])
         # the tree was installed without its console scripts (their shebangs
         # name the machine that built it): write the pinned packages' own,
         # so `vllm serve` and `transformers serve` run from the environment
-        run([python, "-c", CONSOLE_SCRIPTS, *(_pin_name(p) for p in stack.packages)],
+        run([python, "-c", CONSOLE_SCRIPTS, *pinned],
             "writing the prebuilt packages' console scripts", timeout=VENV_TIMEOUT_S)
     nvcc = _check_nvcc(stack, env, host, log_path, facts.get("cuda_home")) if stack.cuda else None
     record = EnvInfo(
@@ -290,20 +290,18 @@ for name in sys.argv[1:]:
 """
 
 
-def _pin_name(pin: str) -> str:
-    return re.split(r"[=<>!~\[; ]", pin, maxsplit=1)[0]
-
-
-def _check_prebuilt(stack: Stack, found: dict[str, str]) -> None:
+def _check_prebuilt(stack: Stack, found: dict[str, str]) -> list[str]:
     """Every `name==version` of a prebuilt stack must be what the environment
-    holds (nothing was installed: a pin that is not met is a wrong carry)."""
+    holds (nothing was installed: a pin that is not met is a wrong carry).
+    Returns the pinned names."""
     norm = {re.sub(r"[-_.]+", "-", k).lower(): v for k, v in found.items()}
-    wrong = []
+    wrong, names = [], []
     for pin in stack.packages:
         m = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:==\s*(\S+))?\s*", pin)
         if not m:
             wrong.append(f"{pin}: a prebuilt stack pins packages as NAME or NAME==VERSION")
             continue
+        names.append(m[1])
         name = re.sub(r"[-_.]+", "-", m[1]).lower()
         have = norm.get(name)
         if have is None:
@@ -316,6 +314,7 @@ def _check_prebuilt(stack: Stack, found: dict[str, str]) -> None:
             "does not hold what the stack pins: " + "; ".join(wrong)
             + " (check the prebuilt tree named in env.PYTHONPATH)"
         )
+    return names
 
 
 def _existing_interpreter(stack: Stack, host: Host) -> str | None:
