@@ -123,7 +123,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                     d = v.sequential_decision(pairs, shape.op, k, schedule, alpha=alpha)
                 else:
                     d = v.ratio_decision(pairs, shape.op, k, alpha=alpha)
-                labels = [f"pair {i + 1}" for i in range(len(pairs))]
+                labels = _pair_labels(len(pairs))
                 flagged = _joined(v.describe_outliers([a for a, _ in pairs], "arm A (the baseline)", labels),
                                   v.describe_outliers([b for _, b in pairs], "arm B (the candidate)", labels))
                 needed, beyond = _needed(pairs, d, k)
@@ -142,7 +142,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
         threshold = _constant(shape.k, env)
         if measured.pairs:
             values = [_value(shape.candidate, b, None, env) for _a, b in measured.pairs]
-            flagged = v.describe_outliers(values, "the candidate's blocks", [f"pair {i + 1}" for i in range(len(values))])
+            flagged = v.describe_outliers(values, "the candidate's blocks", _pair_labels(len(values)))
         else:
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
             flagged = v.describe_outliers(values, "the candidate's runs")
@@ -161,7 +161,7 @@ def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -
     d = _constant(shape.k, env)
     if measured.pairs:
         diffs = [_value(shape.candidate, b, None, env) - _value(shape.baseline, None, a, env) for a, b in measured.pairs]
-        flagged = v.describe_outliers(diffs, "the pairs' differences", [f"pair {i + 1}" for i in range(len(diffs))])
+        flagged = v.describe_outliers(diffs, "the pairs' differences", _pair_labels(len(diffs)))
         return _verdict(name, v.absolute_decision(diffs, shape.op, d, alpha=alpha),
                         note=_joined("paired differences (candidate block - baseline block)", flagged))
     if measured.baseline is None:
@@ -172,6 +172,11 @@ def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -
     return _verdict(name, v.absolute_decision(values, shape.op, base + d, alpha=alpha),
                     note=_joined(f"baseline value {significant(base, 4)} {'+' if d >= 0 else '-'} {abs(d):g}; {note}",
                                  v.describe_outliers(values, "the candidate's runs")))
+
+
+def _pair_labels(n: int) -> list[str]:
+    """How messages name a comparison's pairs: from 1, as progress does."""
+    return [f"pair {i + 1}" for i in range(n)]
 
 
 def _joined(*notes: str) -> str:
