@@ -214,7 +214,7 @@ def test_upgrade_fails_and_says_the_server_chose_triton(story, capsys):
     rows = re.findall(r'<tr><td class="num">(\d)</td><td class="num">launch (\d)</td><td class="num">launch (\d)</td>'
                       r'<td class="num">([\d.]+)</td><td class="num">([\d.]+)</td><td class="num">([\d.]+)</td></tr>', pairs)
     doc = json.loads((story / ".specdsl" / run.folder / "result.json").read_text())
-    launches = [(str(p["pair"]), *(str(b["launch"]) for b in sorted(p["blocks"], key=lambda b: b["arm"]))) for p in doc["pairs"]]
+    launches = [(str(p["pair"] + 1), *(str(b["launch"]) for b in sorted(p["blocks"], key=lambda b: b["arm"]))) for p in doc["pairs"]]
     assert [r[:3] for r in rows[:3]] == launches
     ratios = [float(r[5]) for r in rows[:3]]
     geomean = float(re.match(r"ratio (\S+)", detail).group(1))
