@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
-# The story on real SGLang 0.5.17 and then vLLM 0.26.0, on one GPU host
-# without a registry, in as few device calls as the carries allow
-# (docs/gpu-run.md). The work runs in one background pipeline started by the
-# first call (a new process session, so it outlives the call); the calls
-# after it only bring the rest of the carry (64 MiB a call) and collect:
+# The story on real SGLang 0.5.17 and vLLM 0.26.0, on one GPU host without a
+# registry, in as few device calls as the carries allow (docs/gpu-run.md).
+# The work runs in one background pipeline started by the first call (a new
+# process session, so it outlives the call); the calls after it only bring
+# the rest of the carry (64 MiB a call) and collect:
 #
-#   bash examples/gpu/device.sh start  .carry/c1   # SGLang's site tree, specdsl's wheels; model; pipeline
-#   bash examples/gpu/device.sh part   .carry/c2   # FA3 part 00 (c3, c4: parts 01, 02)
-#   bash examples/gpu/device.sh part   .carry/c5   # vLLM part 00 (c6: part 01)
-#   bash examples/gpu/device.sh wait   560         # until the pipeline ends or 560 s pass; collect
+#   bash examples/gpu/device.sh start .carry/c1 "STAGES"  # specdsl's wheels, the model, the pipeline (+ any carry part)
+#   bash examples/gpu/device.sh part  .carry/c2           # one more carry part (SGLang's tree, FA3, vLLM)
+#   bash examples/gpu/device.sh wait  560                 # until the pipeline ends or 560 s pass; collect
 #
 # (each with carry=[".carry/cN"], back to back: an idle machine goes back
-# after 30 s, and /tmp with it). The pipeline: SGLang `fixed` against
-# production (promoted), then, once the FA3 parts are in, the `upgrade`
-# (the server's default backend), its diagnosis, a re-plan and re-apply that
-# change nothing, the reports; then, once vLLM is in, vllm.spec. Every
-# collect writes to $OUT: pipeline.log, status.txt, sglang.tgz and vllm.tgz
-# (state, run folders, server logs, reports, diagnosis JSON).
+# after 30 s, and /tmp with it). A carry directory may hold any of: the
+# SGLang tree (sglang-0.5.17-site.tar.xz), the FA3 kernel's zstd parts, the
+# vLLM tree's zstd parts, the zstandard wheel that reads them, specdsl's
+# wheels. STAGES (in order, default "sglang-fix sglang-upgrade vllm"):
+#   sglang-fix      `fixed` against production, promoted; a re-plan and a
+#                   re-apply that change nothing; history; the report
+#   sglang-upgrade  the upgrade (the server's default backend, FA3 carried),
+#                   its diagnosis, a re-plan and re-apply, the report
+#   vllm            vllm.spec: the default backend, then flashinfer against
+#                   triton, the report
+# Each stage waits for its carry. Every collect writes to $OUT:
+# pipeline.log, status.txt and per engine one archive (state, run folders,
+# server logs, reports, diagnosis JSON), split in 15 MiB parts where larger.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cmd=${1:?start, part, wait or pipeline}
@@ -35,12 +41,21 @@ collect() {
     } > "$out/status.txt" 2>&1
     for w in sglang vllm; do
         [ -d /tmp/story-$w/.specdsl ] || continue
-        (cd /tmp/story-$w && tar czf "$out/$w.tgz" --exclude '*.so' .specdsl stacks ./*.log ./*.json ./*.html 2>/dev/null)
+        rm -f "$out/$w.tgz"*
+        (cd /tmp/story-$w && tar czf "$out/$w.tgz" --exclude '*.so' --exclude envs .specdsl stacks ./*.log ./*.json ./*.html 2>/dev/null)
+        if [ "$(stat -c %s "$out/$w.tgz")" -gt 15728640 ]; then
+            split -b 15M -d -a 1 "$out/$w.tgz" "$out/$w.tgz.part" && rm "$out/$w.tgz"
+        fi
     done
 }
 
 unpack_parts() {  # assemble what has arrived; each kind once, when all its parts are there
     cp -n "$1"/*.part* "$1"/*.sha256 "$1"/*.whl "$parts"/ 2>/dev/null
+    if [ ! -d $site/sglang ] && [ -f "$1/sglang-0.5.17-site.tar.xz" ]; then
+        python3 -c "import sys,tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/sglang-unpack', filter='fully_trusted')" \
+            < "$1/sglang-0.5.17-site.tar.xz" && mv /tmp/sglang-unpack/site $site
+        echo "$(date -u +%T) SGLang tree in: $(ls $site 2>&1 | wc -l) entries" >> $log
+    fi
     if [ ! -f /tmp/fa3.ready ] && [ -f $parts/flash_ops.abi3.so.zst.part02 ] && [ -d $site/sgl_kernel ]; then
         # zstd (--long=27) rather than xz: 20x faster to make on 2 cores, the
         # same 3 parts; read with the zstandard wheel carried beside part 00
@@ -67,18 +82,14 @@ tarfile.open(fileobj=stream, mode='r|').extractall('/tmp/vunpack', filter='fully
 case $cmd in
 start)
     t0=$(date +%s)
-    if [ ! -d $site/sglang ]; then
-        python3 -c "import sys,tarfile; tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall('/tmp/sglang-unpack', filter='fully_trusted')" \
-            < "$arg/sglang-0.5.17-site.tar.xz" || { echo "unpack failed" | tee -a $log; exit 1; }
-        mv /tmp/sglang-unpack/site $site
-    fi
     [ -d $deps/lark ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $deps "$arg"/specdsl-wheels/*.whl
     rm -rf $code && mkdir -p $code
     tar cf - --exclude __pycache__ specdsl grammar examples/gpu examples/quickstart/tiny-llama benchmarks/gpu | tar xf - -C $code
     echo "$(date -u +%T) unpacked in $(( $(date +%s) - t0 )) s" >> $log
     [ -f $model/config.json ] || python3 benchmarks/gpu/make_model.py $model >> $log 2>&1
     echo "$(date -u +%T) model at $(( $(date +%s) - t0 )) s" >> $log
-    setsid nohup bash $code/examples/gpu/device.sh pipeline < /dev/null >> $log 2>&1 &
+    unpack_parts "$arg"
+    setsid nohup bash $code/examples/gpu/device.sh pipeline "${3:-sglang-fix sglang-upgrade vllm}" < /dev/null >> $log 2>&1 &
     sleep 2; collect ;;
 part)
     unpack_parts "$arg"; collect ;;
@@ -97,28 +108,40 @@ pipeline)
     stage() { echo; echo "== $(date -u +%T) $*"; }
     nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv
     python3 -c "import torch; print('torch', torch.__version__)"
-    mkdir -p /tmp/story-sglang && cp $code/examples/gpu/sglang.spec /tmp/story-sglang/
-    cd /tmp/story-sglang
     vars=(-var site=$site -var model=$model -var cuda_home="$cuda_home")
-    stage "sglang: plan"; specdsl plan sglang.spec "${vars[@]}"
-    stage "sglang: apply fixed"; specdsl apply sglang.spec --yes --target fixed "${vars[@]}"; echo "apply exit $?"
-    until_ready /tmp/fa3.ready 900
-    stage "sglang: apply upgrade"; specdsl apply sglang.spec --yes --target upgrade "${vars[@]}"; echo "apply exit $?"
-    stage "sglang: diagnose upgrade"; specdsl diagnose upgrade sglang.spec "${vars[@]}"
-    specdsl diagnose upgrade sglang.spec --json "${vars[@]}" > diagnose-upgrade.json
-    stage "sglang: re-plan"; specdsl plan sglang.spec --detailed-exitcode --target fixed --target upgrade "${vars[@]}"; echo "plan exit $?"
-    stage "sglang: re-apply"; specdsl apply sglang.spec --yes --target fixed --target upgrade "${vars[@]}"; echo "apply exit $?"
-    stage "sglang: history"; specdsl history prod
-    specdsl report upgrade sglang.spec -o report-upgrade.html "${vars[@]}"
-    specdsl report fixed sglang.spec -o report-fixed.html "${vars[@]}"
-    until_ready /tmp/vllm.ready 600
-    mkdir -p /tmp/story-vllm && cp $code/examples/gpu/vllm.spec /tmp/story-vllm/
-    cd /tmp/story-vllm
     vvars=(-var vsite=$vsite -var model=$model -var cuda_home="$cuda_home")
-    stage "vllm: plan"; specdsl plan vllm.spec "${vvars[@]}"
-    stage "vllm: apply flashinfer against triton"; specdsl apply vllm.spec --yes --target vllm-flashinfer "${vvars[@]}"; echo "apply exit $?"
-    stage "vllm: apply default"; specdsl apply vllm.spec --yes --target vllm-default "${vvars[@]}"; echo "apply exit $?"
-    specdsl report vllm-flashinfer vllm.spec -o report-vllm.html "${vvars[@]}"
+    in_sglang() { mkdir -p /tmp/story-sglang && cp -n $code/examples/gpu/sglang.spec /tmp/story-sglang/ && cd /tmp/story-sglang; }
+    for s in $arg; do
+        case $s in
+        sglang-fix)
+            until_ready $site/sglang/__init__.py 600; in_sglang
+            stage "sglang: plan"; specdsl plan sglang.spec "${vars[@]}"
+            stage "sglang: apply fixed"; specdsl apply sglang.spec --yes --target fixed "${vars[@]}"; echo "apply exit $?"
+            stage "sglang: re-plan fixed"; specdsl plan sglang.spec --detailed-exitcode --target fixed "${vars[@]}"; echo "plan exit $?"
+            stage "sglang: re-apply fixed"; specdsl apply sglang.spec --yes --target fixed "${vars[@]}"; echo "apply exit $?"
+            stage "sglang: history"; specdsl history prod
+            specdsl report fixed sglang.spec -o report-fixed.html "${vars[@]}" ;;
+        sglang-upgrade)
+            until_ready /tmp/fa3.ready 900; in_sglang
+            stage "sglang: apply upgrade"; specdsl apply sglang.spec --yes --target upgrade "${vars[@]}"; echo "apply exit $?"
+            stage "sglang: diagnose upgrade"; specdsl diagnose upgrade sglang.spec "${vars[@]}"
+            specdsl diagnose upgrade sglang.spec --json "${vars[@]}" > diagnose-upgrade.json
+            stage "sglang: re-plan"; specdsl plan sglang.spec --detailed-exitcode --target fixed --target upgrade "${vars[@]}"; echo "plan exit $?"
+            stage "sglang: re-apply"; specdsl apply sglang.spec --yes --target fixed --target upgrade "${vars[@]}"; echo "apply exit $?"
+            specdsl report upgrade sglang.spec -o report-upgrade.html "${vars[@]}" ;;
+        vllm)
+            until_ready /tmp/vllm.ready 600
+            mkdir -p /tmp/story-vllm && cp -n $code/examples/gpu/vllm.spec /tmp/story-vllm/ && cd /tmp/story-vllm
+            stage "vllm: plan"; specdsl plan vllm.spec "${vvars[@]}"
+            stage "vllm: apply default"; specdsl apply vllm.spec --yes --target vllm-default "${vvars[@]}"; echo "apply exit $?"
+            stage "vllm: apply flashinfer against triton"; specdsl apply vllm.spec --yes --target vllm-flashinfer "${vvars[@]}"; echo "apply exit $?"
+            stage "vllm: re-plan"; specdsl plan vllm.spec --detailed-exitcode "${vvars[@]}"; echo "plan exit $?"
+            stage "vllm: one more pair (max_runs 2 -> 3)"; specdsl plan vllm.spec --target vllm-flashinfer -var pairs=3 "${vvars[@]}"
+            specdsl apply vllm.spec --yes --target vllm-flashinfer -var pairs=3 "${vvars[@]}"; echo "apply exit $?"
+            specdsl report vllm-flashinfer vllm.spec -o report-vllm.html -var pairs=3 "${vvars[@]}" ;;
+        *) echo "unknown stage $s" ;;
+        esac
+    done
     stage "done"; touch /tmp/pipeline.done ;;
 *)
     echo "unknown command $cmd" >&2; exit 2 ;;
