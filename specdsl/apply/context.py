@@ -62,6 +62,11 @@ class Walk:
     gpus: dict[str, tuple[int, ...]] = attrs.Factory(dict)
     gpus_held: dict[str, frozenset] = attrs.Factory(dict)
     mutex: threading.Lock = attrs.Factory(threading.Lock)
+    # paired benchmarks measured in shared blocks (apply/steps/paired.py):
+    # the addresses a walk has started or claimed, and what a block leader
+    # measured for a benchmark whose own step records it
+    paired_started: set = attrs.Factory(set)
+    shared_pairs: dict[str, dict] = attrs.Factory(dict)
     _changes: dict[str, Change] = attrs.Factory(dict)
     _benchmarks: dict[str, list[str]] = attrs.Factory(dict)
     _teardowns: dict[str, str] = attrs.Factory(dict)

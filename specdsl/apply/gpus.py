@@ -67,17 +67,22 @@ def claim(walk: Walk, host, servers) -> Claim:
 
 
 def split(walk: Walk, opener: str, decl, servers) -> list[tuple[int, ...]] | None:
-    """The GPUs of each of a paired benchmark's two arms when both fit at
-    once on what the session `opener` was given (disjoint: the first
-    arm's need first), or None when they must take turns. A host that
-    declares no GPUs runs both side by side, with none visible."""
+    """The GPUs of each of a paired benchmark's arms (the baseline and one
+    candidate, or several candidates sharing the baseline's launches) when
+    all fit at once on what the session `opener` was given (disjoint, in
+    the order of `servers`), or None when they must take turns. A host that
+    declares no GPUs runs them side by side, with none visible."""
     if not host_devices(decl):
-        return [(), ()]
+        return [() for _ in servers]
     ids = tuple(walk.gpus.get(opener, ()))
     needs = [server_need(s) for s in servers]
     if any(n is WHOLE or n <= 0 for n in needs) or sum(needs) > len(ids):
         return None
-    return [ids[:needs[0]], ids[needs[0]:needs[0] + needs[1]]]
+    out, at = [], 0
+    for n in needs:
+        out.append(ids[at:at + n])
+        at += n
+    return out
 
 
 def side_by_side(walk: Walk) -> int:

@@ -81,19 +81,22 @@ class Cost:
     seconds_first: float | None = None
     seconds_most: float | None = None
     unknown: str = ""
+    shares_with: str | None = None  # the benchmark whose baseline launches its first pairs read
 
     def as_json(self) -> dict[str, Any]:
         return {"pairs_first": self.pairs_first, "pairs_most": self.pairs_most,
                 "launches_first": self.launches_first, "launches_most": self.launches_most,
                 "runs_first": self.runs_first, "runs_most": self.runs_most,
-                "seconds_first": _round(self.seconds_first), "seconds_most": _round(self.seconds_most)}
+                "seconds_first": _round(self.seconds_first), "seconds_most": _round(self.seconds_most)} | (
+                    {"shares_baseline_launches_with": self.shares_with} if self.shares_with else {})
 
     def line(self) -> str:
         bits = []
         if self.pairs_first is not None:
             bits.append(_span(self.pairs_first, self.pairs_most, "pair"))
         bits += [_span(self.launches_first, self.launches_most, "launch"), _span(self.runs_first, self.runs_most, "run")]
-        return ", ".join(bits) + ", " + _time_span(self.seconds_first, self.seconds_most, self.unknown)
+        line = ", ".join(bits) + ", " + _time_span(self.seconds_first, self.seconds_most, self.unknown)
+        return line + (f" (baseline launches shared with {self.shares_with})" if self.shares_with else "")
 
 
 @attrs.frozen
@@ -159,11 +162,14 @@ def _time_span(a: float | None, b: float | None, why: str) -> str:
 
 
 def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, most: int, durations: Durations,
-                block: int | None = None) -> Cost:
+                block: int | None = None, shares_with: str | None = None) -> Cost:
     """The cost of a paired benchmark measuring `first` pairs now, at most
     `most` in all (`done` are recorded already and kept); `block` runs of
     each arm on each launch (None: the workload's `block`, else 1; the walk
-    runs what plan.looks.block_of says, a calibrated suggestion included)."""
+    runs what plan.looks.block_of says, a calibrated suggestion included).
+    `shares_with`: the benchmark whose baseline launches this one's first
+    pairs read (specdsl.graph.pairs, sharing): those pairs cost the
+    candidate's launch and runs only; pairs past them, at most, both arms'."""
     from specdsl.graph.pairs import launches
 
     block = block if block is not None else (workload.block or 1)
@@ -180,14 +186,21 @@ def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, mo
         missing.append("no recorded run of this workload on " + ("either arm" if per_run == [None, None] else
                                                                  "the baseline" if per_run[0] is None else "the candidate"))
 
-    def seconds(pairs: int) -> float | None:
+    def seconds(pairs: int, alone: int) -> float | None:
+        """`pairs` pairs of which `alone` launch both arms (the rest: the candidate only)."""
         if missing:
             return None
-        launch = statistics.fmean(per_launch) + (workload.warmup_time or 0.0)
-        return launches(pairs) * launch + pairs * block * (sum(per_run) + 2 * workload.cooldown)
+        warm = workload.warmup_time or 0.0
+        both = launches(alone) * (statistics.fmean(per_launch) + warm) + alone * block * (sum(per_run) + 2 * workload.cooldown)
+        own = (pairs - alone) * (per_launch[1] + warm + block * (per_run[1] + workload.cooldown))
+        return both + own
 
-    return Cost(addr, 2 * block * now, 2 * block * at_most, launches(now), launches(at_most),
-                now, at_most, seconds(now), seconds(at_most), "; ".join(missing))
+    if shares_with is None:
+        return Cost(addr, 2 * block * now, 2 * block * at_most, launches(now), launches(at_most),
+                    now, at_most, seconds(now, now), seconds(at_most, at_most), "; ".join(missing))
+    alone = at_most - now  # past the shared pairs, this comparison may go on alone
+    return Cost(addr, block * now, block * now + 2 * block * alone, now, now + launches(alone),
+                now, at_most, seconds(now, 0), seconds(at_most, alone), "; ".join(missing), shares_with=shares_with)
 
 
 def plain_cost(addr: str, content: dict, workload, *, runs: int, launch: str | None, durations: Durations) -> Cost:

@@ -30,7 +30,7 @@ from typing import Any
 
 from specdsl import secrets
 from specdsl.graph.build import Graph
-from specdsl.graph.pairs import launches
+from specdsl.graph.pairs import launches, share_key, sharing_groups
 from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
 from specdsl.plan.looks import block_of, first_pairs, max_runs
@@ -182,6 +182,7 @@ def make_plan(
                 bench_runs.add(addr)
                 going_on[addr] = (recorded, budget, open_checks)
 
+    shared = shared_blocks(graph, [a for a in order if a in bench_runs and a not in going_on and a not in more_runs], state)
     running_at_end: set[str] = set()
     candidacy: dict[str, tuple[str, str]] = {}  # promote addr -> (new | ready | stop, reason)
     undecided: list = []
@@ -214,7 +215,7 @@ def make_plan(
             else:
                 action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
             if action is Action.RUN and "paired" in step.payload:
-                reason += "" if addr in going_on else "; " + paired_cost(step, state)
+                reason += "" if addr in going_on else "; " + paired_cost(step, state, shared.get(addr, ()))
                 gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
                 reason += f"; both arms on {gpus}" if gpus else ""
             if action is Action.RUN and step.payload["experiment"].workload.command:
@@ -302,7 +303,7 @@ def make_plan(
             changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(natural_sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
                                    change.identity, (), change.deps, change.after, change.experiments, change.host)
 
-    costs = _costs(graph, [a for a in order if a in bench_runs], more_runs, actions, durations, going_on, state)
+    costs = _costs(graph, [a for a in order if a in bench_runs], more_runs, actions, durations, going_on, state, shared)
     drift = tuple(refresh.drift)
     lineage = state.lineage if state is not None else None
     serial = state.serial if state is not None else 0
@@ -338,12 +339,29 @@ def _undecided_checks(graph: Graph, addr: str, index: Index) -> list[str]:
     return natural_sorted(out)
 
 
-def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, durations, going_on: dict, state=None) -> tuple:
+def shared_blocks(graph: Graph, fresh: list[str], state=None) -> dict[str, tuple[str, ...]]:
+    """The paired benchmarks of `fresh` (measured from nothing in this
+    plan, in plan order) that share their baseline's launches, each with
+    its group (specdsl.graph.pairs.sharing_groups; the first leads). The
+    walk groups them the same way (apply/steps/paired.py)."""
+    keys = {}
+    for addr in fresh:
+        step = graph.steps[addr]
+        if "paired" in step.payload:
+            exp = step.payload["experiment"]
+            keys[addr] = share_key(step, step.payload["host"].name, block_of(exp.workload, state, exp.name))
+    return sharing_groups(keys)
+
+
+def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, durations, going_on: dict, state=None,
+           shared: dict | None = None) -> tuple:
     """The cost of each benchmark that runs, in plan order (specdsl.plan.cost);
     an undecided comparison that goes on measures one pair before its next
     look (past the horizon, every pair is a look) and at most its budget,
     with the runs per launch the walk will use (plan.looks.block_of: a
-    calibrated suggestion when the workload declares none)."""
+    calibrated suggestion when the workload declares none). A benchmark
+    that shares its baseline's launches with one before it in `shared`
+    counts only its candidate's launches and runs for the pairs they share."""
     from specdsl.plan.cost import paired_cost as cost_of_pairs
     from specdsl.plan.cost import plain_cost
 
@@ -360,8 +378,9 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
             continue
         if "paired" in step.payload:
             first = (want - have) if want is not None else first_pairs(workload)
+            group = (shared or {}).get(addr, ())
             out.append(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload),
-                                     durations=durations, block=block))
+                                     durations=durations, block=block, shares_with=group[0] if group and group[0] != addr else None))
             continue
         launch = step.deps[0]
         starts = actions.get(launch) in (Action.CREATE, Action.REPLACE) and launch not in launched
@@ -463,12 +482,14 @@ def command_preview(exp) -> str:
     return shlex.join(secrets.redact_argv(expand_argv(exp.workload.command, values)))
 
 
-def paired_cost(step, state=None) -> str:
+def paired_cost(step, state=None, group: tuple[str, ...] = ()) -> str:
     """What a paired benchmark measured from nothing will cost, as its
     plan line says: pairs to the first look, launches, runs (with the runs
     per launch the walk will use: plan.looks.block_of), and the budget
     adaptive pairs may use (an undecided one that goes on says its own:
-    "continue: ...")."""
+    "continue: ..."). In a `group` that shares the baseline's launches
+    (`shared_blocks`), the first counts them and says who else reads
+    them; the others count their candidate's launches only."""
     workload = step.payload["experiment"].workload
     block = block_of(workload, state, step.payload["experiment"].name)
     pairs = first_pairs(workload)
@@ -476,8 +497,16 @@ def paired_cost(step, state=None) -> str:
     against = step.payload["paired"].name
     if "track_lock" in step.payload:
         against = f"track {step.payload['experiment'].baseline.name} rebuilt from {step.payload['track_lock']}"
-    text = (f"paired with {against} (two fresh launches a pair): {pairs} pair{'s' if pairs != 1 else ''} "
-            f"to the first look, {launches(pairs)} launches, {2 * pairs * block} runs")
+    others = [a for a in group if a != step.addr]
+    if group and group[0] != step.addr:
+        text = (f"paired with {against}, each pair's baseline launch shared with {group[0]}: "
+                f"{pairs} pair{'s' if pairs != 1 else ''} to the first look, {pairs} launch{'es' if pairs != 1 else ''} "
+                f"of its own, {pairs * block} runs")
+    else:
+        text = (f"paired with {against} (two fresh launches a pair): {pairs} pair{'s' if pairs != 1 else ''} "
+                f"to the first look, {launches(pairs)} launches, {2 * pairs * block} runs")
+        if others:
+            text += f"; each baseline launch also serves {', '.join(others)}"
     if most > first_pairs(workload):
         text += f"; up to {most - pairs} more pairs while undecided"
     return text

@@ -102,30 +102,40 @@ class Benchmark:
 
 
     def _paired(self, ctx: StepContext) -> Outcome:
-        from specdsl.apply import judge
         from specdsl.apply.steps import paired
-        from specdsl.plan.looks import looks_of, schedule_for
+        from specdsl.plan.looks import looks_of
 
         exp = ctx.step.payload["experiment"]
-        env = judge_env(ctx.walk, exp)
-
         extra = ctx.walk.plan.more
-
-        def more(doc: dict) -> bool:
-            base, cand, pairs = judge.blocks_of(doc, doc.get("effective", {}).get("B", {}))
-            looks = doc.get("looks") or {}
-            verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
-                                                                  looks=looks, extra=extra), env, adaptive=True)
-            look = schedule_for(exp.workload, looks, extra)
-            if look is not None and len(pairs) not in look.looks():
-                return True  # between looks (or before the first that can decide): measure up to the next one
-            return judge.undecided(verdicts)
-
-        doc, effective = paired.run_paired(ctx, more, looks_of(exp.workload), extra)
+        followers = [(f, _wants_more(ctx.walk, f.payload["experiment"], extra)) for f in paired.sharing_followers(ctx)]
+        more = _wants_more(ctx.walk, exp, extra)
+        doc, effective = paired.run_paired(ctx, more, looks_of(exp.workload), extra, followers)
         metrics = paired.record(ctx, doc, effective, doc["launches"])
         validity.note_left_out(ctx, doc)  # pairs with an invalid run: no verdict reads them
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
         return completed(ctx, f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches; candidate {summary}", str(ctx.folder))
+
+
+def _wants_more(walk, exp, extra: int):
+    """decide_more(doc) of a paired comparison of `exp`: whether, after the
+    pairs of `doc`, another pair is needed: before its next look (or the
+    first that can decide), or while a gating assertion is undecided."""
+    from specdsl.apply import judge
+    from specdsl.plan.looks import schedule_for
+
+    env = judge_env(walk, exp)
+
+    def more(doc: dict) -> bool:
+        base, cand, pairs = judge.blocks_of(doc, doc.get("effective", {}).get("B", {}))
+        looks = doc.get("looks") or {}
+        verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
+                                                              looks=looks, extra=extra), env, adaptive=True)
+        look = schedule_for(exp.workload, looks, extra)
+        if look is not None and len(pairs) not in look.looks():
+            return True  # between looks (or before the first that can decide): measure up to the next one
+        return judge.undecided(verdicts)
+
+    return more
 
 
 def judge_env(walk, exp) -> dict:

@@ -36,9 +36,10 @@ from specdsl.apply.steps.common import localize, medians_of_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
-from specdsl.graph.pairs import BASELINE, CANDIDATE, pair_order, run_order
+from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order, share_key, sharing_groups
 from specdsl.hosts import Cancelled
 from specdsl.plan.looks import block_of, first_pairs, max_runs
+from specdsl.plan.model import Action
 
 
 @attrs.define
@@ -63,6 +64,7 @@ class _Pairing:
     looks: dict = attrs.Factory(dict)  # the look schedule's horizon and steps (plan.looks.schedule_for)
     continued: int = 0  # pairs an earlier apply recorded
     side_by_side: bool = False  # both arms of a pair up at once
+    shared: dict = attrs.Factory(dict)  # measured in blocks shared with other comparisons: {"with", "leader", "folder"}
 
     def complete_pairs(self) -> list:
         return [p for p in self.pairs if len(p["blocks"]) == 2]
@@ -78,6 +80,8 @@ class _Pairing:
                "side_by_side": self.side_by_side, "specdsl": __version__}
         if self.continued:
             out["continued"] = self.continued
+        if self.shared:
+            out["shared"] = self.shared
         return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
 
     @classmethod
@@ -85,52 +89,123 @@ class _Pairing:
         done = cls(runs=[bench.RunResult.from_json(r) for r in doc.get("runs", ())],
                    pairs=[p for p in doc.get("pairs", ()) if len(p.get("blocks", ())) == 2],
                    launches=list(doc.get("launches", ())), effective=dict(doc.get("effective", {})),
-                   looks=dict(doc.get("looks", {})))
-        done.continued = len(done.pairs)
+                   looks=dict(doc.get("looks", {})), shared=dict(doc.get("shared", {})),
+                   side_by_side=bool(doc.get("side_by_side", False)), gpu_facts=dict(doc.get("gpu_facts", {})))
+        # pairs a leader measured in this apply for this comparison are not an earlier apply's
+        done.continued = doc.get("continued", 0) if done.shared else len(done.pairs)
         return done
 
+    def add_runs(self, i: int, letter: str, runs, launch: int) -> None:
+        """The runs of arm `letter` of pair `i`, made on launch `launch`."""
+        start = len(self.runs)
+        for k, r in enumerate(runs):
+            self.runs.append(attrs.evolve(r, index=start + k))
+        pair = next((p for p in self.pairs if p["pair"] == i), None)
+        if pair is None:
+            pair = {"pair": i, "blocks": []}
+            self.pairs.append(pair)
+        mine = next((b for b in pair["blocks"] if b["arm"] == letter), None)
+        if mine is None:
+            mine = {"arm": letter, "runs": [], "launch": launch}
+            pair["blocks"].append(mine)
+        mine["runs"] += list(range(start, start + len(runs)))
 
-def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tuple[dict, dict]:
+
+@attrs.define
+class _Comparison:
+    """One candidate against the baseline, inside a (possibly shared) walk
+    of blocks: its step, its candidate arm, what it measured, and when it
+    wants another pair."""
+
+    addr: str
+    name: str
+    label: str  # its candidate's launches and runs are named by it: B (the leader's), B2, B3, ...
+    arm: _Arm
+    done: _Pairing
+    more: object  # decide_more(doc) -> bool
+    first: int
+    budget: int
+    names: dict
+    local: dict = attrs.Factory(dict)  # the walk's launch number -> its number in `done.launches`
+
+    def doc(self) -> dict:
+        return self.done.to_json(self.names)
+
+    def wants(self, i: int) -> bool:
+        """Whether it measures pair `i` (it has `i` complete pairs)."""
+        return i < self.first or (i < self.budget and self.more(self.doc()))
+
+
+def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, followers=()) -> tuple[dict, dict]:
     """Measure the pairs; returns (result document, candidate's effective
     config). `decide_more(doc) -> bool` says, after a pair, whether another
     is needed; `looks` is the look schedule to record (an earlier apply's
     recorded one wins); `extra` pairs more than `max_runs` may be measured
-    (`apply --more N`). Raises StepFailed or Cancelled (after recording the
-    complete pairs: see `record`)."""
+    (`apply --more N`). `followers`: (step, decide_more) of other
+    comparisons against the same baseline that this step measures with
+    its own in shared blocks (`sharing_followers`); what they measured is
+    left in `walk.shared_pairs` for their own steps to record. Raises
+    StepFailed or Cancelled (after recording the complete pairs: see
+    `record`)."""
     walk, step = ctx.walk, ctx.step
     exp, base = step.payload["experiment"], step.payload["paired"]
     cells = walk.graph.by_experiment
-    arms = {
-        BASELINE: _Arm(base.name, localize(base.server, walk.spec_dir), walk.envs.get(cells[base.name]["provision"])),
-        CANDIDATE: _Arm(exp.name, localize(exp.server, walk.spec_dir), walk.envs.get(cells[exp.name]["provision"])),
-    }
-    for letter, arm in arms.items():
+    baseline = _Arm(base.name, localize(base.server, walk.spec_dir), walk.envs.get(cells[base.name]["provision"]))
+    members = [(step, decide_more)] + list(followers)
+    arms = {BASELINE: baseline}
+    for k, (member, _) in enumerate(members):
+        e = member.payload["experiment"]
+        arms[CANDIDATE if k == 0 else f"{CANDIDATE}{k + 1}"] = _Arm(
+            e.name, localize(e.server, walk.spec_dir), walk.envs.get(cells[e.name]["provision"]))
+    for arm in arms.values():
         if arm.env is None:
             raise StepFailed(f"the environment of {arm.name} was not provisioned in this apply")
     host = ctx.host
     decl = step.payload["host"]
-    prior = [] if walk.plan.rerun else prior_pairs(ctx)
+    shared = walk.shared_pairs.pop(step.addr, None)
+    prior = shared if shared is not None else ([] if walk.plan.rerun else prior_pairs(ctx))
     folder = ctx.new_run()
     there = host.run_folder(folder)
     workload = exp.workload
-    done = _Pairing.from_json(prior) if prior else _Pairing()
-    done.looks = done.looks or dict(looks)
-    up: dict[str, object] = {}  # arm -> the handle of its server, while up
+    budget = max_runs(workload) + max(0, extra)
+    comps: list[_Comparison] = []
+    for k, ((member, more), label) in enumerate(zip(members, list(arms)[1:])):
+        done = _Pairing.from_json(prior) if k == 0 and prior else _Pairing()
+        done.looks = done.looks or dict(looks)
+        names = {BASELINE: base.name, CANDIDATE: member.payload["experiment"].name}
+        if len(members) > 1:
+            done.shared = {"with": [m.addr for m, _ in members if m is not member], "leader": step.addr,
+                           "folder": str(folder)}
+        have = len(done.complete_pairs())
+        done.pairs = done.complete_pairs()  # an incomplete pair of an earlier apply is measured again
+        comps.append(_Comparison(member.addr, names[CANDIDATE], label, arms[label], done, more,
+                                 max(first_pairs(workload, done.looks), have), budget, names))
+    lead = comps[0].done
+    up: dict[str, object] = {}  # label -> (the handle of its server, the walk's launch number), while up
     lock = threading.Lock()
-    fits = gpus.split(walk, ctx.addr, decl, [arms[BASELINE].server, arms[CANDIDATE].server])
-    side_by_side = done.side_by_side = fits is not None
+    launched: list[dict] = []  # the walk's launches, each shared by the comparisons of its block
+    fits = gpus.split(walk, ctx.addr, decl, [a.server for a in arms.values()])
+    side_by_side = fits is not None
+    for c in comps:
+        c.done.side_by_side = c.done.side_by_side or side_by_side
+    gpu_of = dict(zip(arms, fits)) if fits is not None else {}
     block = block_of(workload, ctx.writer.state, exp.name)
-    names = {BASELINE: base.name, CANDIDATE: exp.name}
+    warnings: list[str] = []
+    warned: set = set()
     w_run = attrs.evolve(workload, runs=1, warmup=0, warmup_time=None,
                          dataset=local_dataset(workload.dataset, walk.spec_dir))
     w_warm = attrs.evolve(w_run, warmup=workload.warmup, warmup_time=workload.warmup_time)
 
-    def launch(i: int, letter: str, n: int) -> None:
-        arm = arms[letter]
-        sub = there / f"launch-{n}-{letter}"
-        ctx.progress(f"pair {i + 1} arm {letter} ({arm.name}): starting its server")
+    def shown(label: str) -> str:
+        """How messages name an arm: A, or B (each comparison's candidate is its arm B)."""
+        return BASELINE if label == BASELINE else CANDIDATE
+
+    def launch(i: int, label: str, n: int) -> None:
+        arm = arms[label]
+        sub = there / f"launch-{n}-{label}"
+        ctx.progress(f"pair {i + 1} arm {shown(label)} ({arm.name}): starting its server")
         if side_by_side:
-            pinned = gpus.pin_ids(host, decl, arm.server, fits[0 if letter == BASELINE else 1], ctx.stop)
+            pinned = gpus.pin_ids(host, decl, arm.server, gpu_of[label], ctx.stop)
         else:
             pinned = gpus.pin(walk, ctx.addr, host, decl, arm.server, ctx.stop)  # the pair's own GPUs
         began = time.monotonic()
@@ -138,36 +213,44 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
             handle = servers.launch(pinned, arm.env, sub, host=host, progress=ctx.progress, stop=ctx.stop)
         except servers.LaunchError as exc:
             host.collect(there, folder)
-            raise StepFailed(f"pair {i + 1} arm {letter} ({arm.name}): {exc}", str(folder / sub.name / "server.log")) from None
+            raise StepFailed(f"pair {i + 1} arm {shown(label)} ({arm.name}): {exc}", str(folder / sub.name / "server.log")) from None
         with lock:
-            up[letter] = (handle, n)
+            up[label] = (handle, n)
             walk.result.launches += 1
-            done.launches[n].update({"argv": list(handle.argv), "log": str(folder / sub.name / "server.log"),
-                                     "launch_s": round(time.monotonic() - began, 3)})
-            if side_by_side and fits[0] + fits[1]:  # each arm on its own GPUs
-                done.launches[n][gpus.VISIBLE] = ",".join(map(str, fits[0 if letter == BASELINE else 1]))
+            launched[n].update({"argv": list(handle.argv), "log": str(folder / sub.name / "server.log"),
+                                "launch_s": round(time.monotonic() - began, 3)})
+            if side_by_side and any(gpu_of.values()):  # each arm on its own GPUs
+                launched[n][gpus.VISIBLE] = ",".join(map(str, gpu_of[label]))
             else:
-                done.launches[n].update(gpus.visible(walk, ctx.addr, decl))
+                launched[n].update(gpus.visible(walk, ctx.addr, decl))
 
-    def launch_all(i: int, letters) -> None:
-        """Launch `letters` (one, or both at once side by side, in parallel);
-        their launch numbers follow `letters`."""
+    def launch_all(i: int, labels, block_of_comps) -> None:
+        """Launch `labels` (one, or all at once side by side, in parallel);
+        their launch numbers follow `labels`; each comparison of the block
+        lists the baseline's launch and its own candidate's."""
         numbers = {}
-        for letter in letters:
-            numbers[letter] = len(done.launches)
-            done.launches.append({"arm": letter, "pair": i})  # filled in by `launch`
-        if len(letters) == 1:
-            launch(i, letters[0], numbers[letters[0]])
+        for label in labels:
+            numbers[label] = len(launched)
+            entry = {"arm": shown(label), "pair": i}  # filled in by `launch`
+            launched.append(entry)
+            readers = block_of_comps if label == BASELINE else [c for c in block_of_comps if c.label == label]
+            if label == BASELINE and len(readers) > 1:
+                entry["shared_by"] = [c.addr for c in readers]
+            for c in readers:
+                c.local[numbers[label]] = len(c.done.launches)
+                c.done.launches.append(entry)
+        if len(labels) == 1:
+            launch(i, labels[0], numbers[labels[0]])
             return
         errors: list[BaseException] = []
 
-        def one(letter):
+        def one(label):
             try:
-                launch(i, letter, numbers[letter])
+                launch(i, label, numbers[label])
             except BaseException as exc:  # reported below, the first one wins
                 errors.append(exc)
 
-        threads = [threading.Thread(target=one, args=(x,), daemon=True) for x in letters]
+        threads = [threading.Thread(target=one, args=(x,), daemon=True) for x in labels]
         for t in threads:
             t.start()
         for t in threads:
@@ -175,47 +258,54 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         if errors:
             raise errors[0]
 
-    def stop_arm(letter: str) -> None:
-        handle, n = up.pop(letter)
+    def readers_of(label: str, block_comps) -> list[_Comparison]:
+        return list(block_comps) if label == BASELINE else [c for c in block_comps if c.label == label]
+
+    def stop_arm(label: str, block_comps) -> None:
+        handle, n = up.pop(label)
         try:
-            effective, warnings = servers.effective_config(arms[letter].server, handle, host)
-            done.effective[letter] = effective
+            effective, said = servers.effective_config(arms[label].server, handle, host)
+            for c in readers_of(label, block_comps):
+                c.done.effective[shown(label)] = effective
             # each launch's own: what differs between two launches of one arm is noise to a diagnosis
-            done.launches[n]["effective"] = secrets.redact_tree(effective)
+            launched[n]["effective"] = secrets.redact_tree(effective)
             # by experiment and launch (several experiments share a server block), once per arm
-            for w in warnings:
-                if (letter, w) not in done.warned:
-                    done.warned.add((letter, w))
-                    done.warnings.append(f"{arms[letter].name} ({step.addr} launch {n}, arm {letter}): {w}")
+            for w in said:
+                if (label, w) not in warned:
+                    warned.add((label, w))
+                    warnings.append(f"{arms[label].name} ({step.addr} launch {n}, arm {shown(label)}): {w}")
         except Exception as exc:  # a report that cannot be read must not lose the runs
-            done.warnings.append(f"{arms[letter].name}: could not read the effective configuration: {exc}")
+            warnings.append(f"{arms[label].name}: could not read the effective configuration: {exc}")
         servers.teardown(handle, host)
 
-    def stop_all() -> None:
-        for letter in list(up):
-            stop_arm(letter)
+    def stop_all(block_comps=()) -> None:
+        for label in list(up):
+            stop_arm(label, block_comps or comps)
 
-    def warm(i: int, letter: str) -> None:
-        handle, n = up[letter]
-        arm = arms[letter]
+    def warm(i: int, label: str) -> None:
+        handle, n = up[label]
+        arm = arms[label]
         if workload.command or (workload.warmup <= 0 and not workload.warmup_time):
             return
         tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
-        say = lambda m: ctx.progress(f"pair {i + 1} arm {letter}: {m}")  # noqa: E731
+        say = lambda m: ctx.progress(f"pair {i + 1} arm {shown(label)}: {m}")  # noqa: E731
         try:
-            got = bench.warm_up(w_warm, handle.base_url, arm.server.model, folder / f"warmup-{n}-{letter}",
+            got = bench.warm_up(w_warm, handle.base_url, arm.server.model, folder / f"warmup-{n}-{label}",
                                 quirks=servers.adapter_for(arm.server.engine).quirks, tokenizer=tokenizer,
                                 progress=say, stop=ctx.stop)
         except bench.BenchError as exc:
-            raise StepFailed(f"pair {i + 1} arm {letter} ({arm.name}): {exc} (server log: {handle.log_path})",
+            raise StepFailed(f"pair {i + 1} arm {shown(label)} ({arm.name}): {exc} (server log: {handle.log_path})",
                              str(folder)) from None
-        done.launches[n]["warmup"] = got
+        launched[n]["warmup"] = got
 
-    def one_run(i: int, letter: str, j: int, total: int) -> None:
-        handle, n = up[letter]
-        arm = arms[letter]
-        sub = folder / f"pair-{i}-{letter}-{j}"
-        say = block_progress(ctx.progress, i, letter, len(done.runs), total)
+    made = [len(lead.runs)]  # runs so far, an earlier apply's included (progress)
+
+    def one_run(i: int, label: str, j: int, total: int, block_comps) -> None:
+        handle, n = up[label]
+        arm = arms[label]
+        letter = shown(label)
+        sub = folder / f"pair-{i}-{label}-{j}"
+        say = block_progress(ctx.progress, i, letter, made[0], total, arm.name if len(comps) > 1 else None)
         began = time.monotonic()
         watch = validity.watch(ctx, arm.server.name, handle, host)  # its server lost mid-run fails the step
         try:
@@ -226,7 +316,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
             else:
                 tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
                 adapter = servers.adapter_for(arm.server.engine)
-                # both arms of a pair get the same fresh prompts for their j-th run; each pair new ones
+                # every arm of a block gets the same fresh prompts for its j-th run; each block new ones
                 result = bench.run_benchmark(w_run, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
                                              tokenizer=tokenizer, progress=say, stop=watch.stop,
                                              server=adapter.server_side(), first_run=i * block + j)
@@ -238,21 +328,12 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
         finally:
             watch.close()
         validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
-        done.launches[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
+        launched[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
-            done.warnings.append(f"{ctx.addr} pair {i + 1} arm {letter} ({arm.name}): {w}")
-        start = len(done.runs)
-        for k, r in enumerate(result.runs):
-            done.runs.append(attrs.evolve(r, index=start + k))
-        pair = next((p for p in done.pairs if p["pair"] == i), None)
-        if pair is None:
-            pair = {"pair": i, "blocks": []}
-            done.pairs.append(pair)
-        mine = next((b for b in pair["blocks"] if b["arm"] == letter), None)
-        if mine is None:
-            mine = {"arm": letter, "runs": [], "launch": n}
-            pair["blocks"].append(mine)
-        mine["runs"] += list(range(start, start + len(result.runs)))
+            warnings.append(f"{ctx.addr} pair {i + 1} arm {letter} ({arm.name}): {w}")
+        made[0] += len(result.runs)
+        for c in readers_of(label, block_comps):
+            c.done.add_runs(i, letter, result.runs, c.local[n])
 
     def snap_end() -> None:
         """The GPU snapshot at the end of the runs so far, beside the servers
@@ -264,63 +345,124 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0) -> tu
             ours |= gpus.server_pids(walk, host, decl, handle)
         ends[0] = gpus.snapshot(walk, host, decl, ctx.addr, ours)
 
-    def cold_starts(i: int) -> None:
+    def cold_starts(i: int, block_comps) -> None:
         """A launch of pair `i` whose first run was far slower than its later
-        ones had a cold start: said in that run's own warnings and apply's."""
-        pair = next((p for p in done.pairs if p["pair"] == i), None)
-        for b in (pair or {}).get("blocks", ()):
-            runs = [done.runs[k] for k in b["runs"]]
-            said = cold_start_warning([r.metrics.get("output_throughput", 0.0) for r in runs])
-            if said:
-                done.runs[b["runs"][0]] = attrs.evolve(runs[0], warnings=tuple(runs[0].warnings) + (said,))
-                done.warnings.append(f"{ctx.addr} pair {i + 1} arm {b['arm']} ({arms[b['arm']].name}, launch {b['launch']}): {said}")
+        ones had a cold start: said in that run's own warnings and apply's
+        (a shared baseline launch once)."""
+        said_of: set = set()
+        for c in block_comps:
+            pair = next((p for p in c.done.pairs if p["pair"] == i), None)
+            for b in (pair or {}).get("blocks", ()):
+                runs = [c.done.runs[k] for k in b["runs"]]
+                said = cold_start_warning([r.metrics.get("output_throughput", 0.0) for r in runs])
+                if said:
+                    c.done.runs[b["runs"][0]] = attrs.evolve(runs[0], warnings=tuple(runs[0].warnings) + (said,))
+                    name = base.name if b["arm"] == BASELINE else c.name
+                    if (b["arm"], name) not in said_of:
+                        said_of.add((b["arm"], name))
+                        warnings.append(f"{ctx.addr} pair {i + 1} arm {b['arm']} ({name}, launch {b['launch']}): {said}")
 
-    def measure_pair(i: int, planned: int) -> None:
-        total = 2 * block * planned
-        measure_arms(i, total)
-        cold_starts(i)
-
-    def measure_arms(i: int, total: int) -> None:
+    def measure_block(i: int, block_comps, planned: int) -> None:
+        labels = [BASELINE] + [c.label for c in block_comps]
+        total = made[0] + len(labels) * block * (planned - i)
+        order = arm_order(i, labels)
         if side_by_side:
-            launch_all(i, pair_order(i))
-            for letter in pair_order(i):
-                warm(i, letter)
-            for letter, j in run_order(i, block, True):
-                one_run(i, letter, j, total)
+            launch_all(i, order, block_comps)
+            for label in order:
+                warm(i, label)
+            for label, j in arms_run_order(i, labels, block, True):
+                one_run(i, label, j, total, block_comps)
             snap_end()
-            stop_all()
-            return
-        for letter in pair_order(i):
-            launch_all(i, (letter,))
-            warm(i, letter)
-            for _, j in run_order(i, block, False)[:block]:
-                one_run(i, letter, j, total)
-            snap_end()
-            stop_arm(letter)
+            stop_all(block_comps)
+        else:
+            for label in order:
+                launch_all(i, (label,), block_comps)
+                warm(i, label)
+                for j in range(block):
+                    one_run(i, label, j, total, block_comps)
+                snap_end()
+                stop_arm(label, block_comps)
+        cold_starts(i, block_comps)
 
-    budget = max_runs(workload) + max(0, extra)
-    start = gpus.snapshot(walk, host, decl, ctx.addr)  # before either arm's server: all others
+    start = gpus.snapshot(walk, host, decl, ctx.addr)  # before any arm's server: all others
     ends: list = [None]
-    n = len(done.complete_pairs())
-    done.pairs = done.complete_pairs()  # an incomplete pair of an earlier apply is measured again
+    i = len(lead.complete_pairs())
+    active = list(comps)
     try:
-        first = max(first_pairs(workload, done.looks), n)
-        while n < first or (n < budget and decide_more(done.to_json(names))):
-            measure_pair(n, max(first, n + 1))
-            n += 1
+        while True:
+            active = [c for c in active if c.wants(i)]
+            if not active:
+                break
+            measure_block(i, active, max([c.first for c in active] + [i + 1]))
+            i += 1
     except (Cancelled, validity.ServerLost):  # what completed stays recorded
         _cleanup(stop_all, ctx)
-        if done.complete_pairs():
-            record(ctx, done.to_json(names), done.effective.get(CANDIDATE, {}), done.launches)
+        _leave(walk, comps[1:])
+        if lead.complete_pairs():
+            record(ctx, comps[0].doc(), lead.effective.get(CANDIDATE, {}), lead.launches)
         raise
     except BaseException:
         _cleanup(stop_all, ctx)
+        _leave(walk, comps[1:])
         raise
     host.collect(there, folder)
-    done.gpu_facts, gpu_warnings = gpus.run_gpu_facts(ctx.addr, start, ends[0])
-    for w in done.warnings + gpu_warnings:
+    facts, gpu_warnings = gpus.run_gpu_facts(ctx.addr, start, ends[0])
+    for c in comps:
+        if ends[0] is not None or not c.done.gpu_facts:  # nothing measured now: the leader's snapshots stay
+            c.done.gpu_facts = facts
+    for w in warnings + gpu_warnings:
         walk.result.warn(w)
-    return done.to_json(names), done.effective.get(CANDIDATE, {})
+    _leave(walk, comps[1:])
+    return comps[0].doc(), lead.effective.get(CANDIDATE, {})
+
+
+def _leave(walk, followers) -> None:
+    """What the leader measured for each follower, for its own step to
+    record (and go on from, alone, when the leader stopped early)."""
+    with walk.mutex:
+        for c in followers:
+            if c.done.complete_pairs():
+                walk.shared_pairs[c.addr] = c.doc()
+
+
+def sharing_followers(ctx: StepContext) -> list:
+    """The other paired benchmarks this step measures with its own, in
+    blocks that share the baseline's launches (specdsl.graph.pairs): of
+    the plan's paired benchmarks that run from nothing (no recorded pairs
+    to continue, or --rerun), those of this one's share key whose step has
+    not started and whose environments are provisioned; none when this one
+    continues recorded pairs. The plan counts the same groups
+    (plan.diff.shared_blocks). Marks them started."""
+    walk, me = ctx.walk, ctx.step
+    state = ctx.writer.state
+
+    def fresh(step) -> bool:
+        return walk.plan.rerun or state.result(step.identity) is None
+
+    with walk.mutex:
+        walk.paired_started.add(me.addr)
+        if not fresh(me) or me.addr in walk.shared_pairs:
+            return []
+        keys = {}
+        for change in walk.plan.changes:
+            step = walk.graph.steps.get(change.addr)
+            if (step is None or step.kind != "benchmark" or "paired" not in step.payload
+                    or change.action is not Action.RUN or not fresh(step)):
+                continue
+            exp = step.payload["experiment"]
+            keys[step.addr] = share_key(step, step.payload["host"].name, block_of(exp.workload, state, exp.name))
+        group = sharing_groups(keys).get(me.addr, ())
+        cells = walk.graph.by_experiment
+        out = []
+        for addr in group:
+            step = walk.graph.steps[addr]
+            if addr == me.addr or addr in walk.paired_started:
+                continue
+            if walk.envs.get(cells[step.payload["experiment"].name]["provision"]) is None:
+                continue  # its stack is not ready yet: it measures on its own
+            walk.paired_started.add(addr)
+            out.append(step)
+        return out
 
 
 def prior_pairs(ctx: StepContext) -> dict:
@@ -343,15 +485,16 @@ def prior_pairs(ctx: StepContext) -> dict:
 _RUN = re.compile(r"runs? (\d+)(?:-(\d+))?/\d+: ")
 
 
-def block_progress(progress, i: int, letter: str, before: int, total: int):
+def block_progress(progress, i: int, letter: str, before: int, total: int, name: str | None = None):
     """The progress of one block (pair `i`, arm `letter`), as the step's: the
     load generator counts the runs of the block it was given (`run 1/1` for
     every block of one run), so its `run k/b: ...` becomes the run's place
     in the step, `run N/TOTAL, pair P arm X: ...` (`before` runs came
     first; `total` is 2 x block x the pairs planned so far), and any other
     message is named by pair and arm. Every run of every pair and arm is
-    announced once, and no two announcements read alike."""
-    where = f"pair {i + 1} arm {letter}"
+    announced once, and no two announcements read alike (in shared blocks,
+    where several arms are B, `name` names the arm's experiment)."""
+    where = f"pair {i + 1} arm {letter}" + (f" ({name})" if name else "")
 
     def say(message: str) -> None:
         m = _RUN.match(message)
