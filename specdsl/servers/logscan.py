@@ -32,8 +32,9 @@ def scan_log(adapter, log: str, asked: dict[str, Any] | None = None,
 
 
 # what a logger puts before the message: "[2026-02-27 15:18:25 TP0] WARNING model_config.py:955: "
-# (SGLang's), "INFO 02-27 15:18:25 [api_server.py:1] " (vLLM's)
-_PREFIX = re.compile(r"^\s*(?:\[[^\]]*\]\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
+# (SGLang's), "(EngineCore pid=803) INFO 12-02 11:24:48 [cuda.py:482] " (vLLM's, whose
+# multiprocess logs tag every line with the process and its pid)
+_PREFIX = re.compile(r"^\s*(?:\([\w.-]+ pid=\d+\)\s*)?(?:\[[^\]]*\]\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+"
                      r"(?:[\w./-]+:\d+:|\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\])\s*)?")
 
 
