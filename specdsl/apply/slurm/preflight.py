@@ -2,7 +2,11 @@
 submitted: Slurm's commands are installed, slurmctld answers, the
 partition exists and is up with a usable node, the account may use it,
 a node of it offers the gres, and `sbatch --test-only` accepts the job.
-Each problem names the setting and where the spec set it."""
+Each problem names the setting and where the spec set it.
+
+`specdsl plan` asks the same, read-only (`for_plan`: nothing written on
+the submit host, nothing submitted), and says each problem at the host
+block (`operations.plan.slurm_problems`)."""
 
 from __future__ import annotations
 
