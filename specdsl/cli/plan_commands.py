@@ -14,7 +14,7 @@ from specdsl.cli.lang_commands import add_var_args
 from specdsl.cli.views import coloured_plan
 from specdsl.names import natural_key
 from specdsl.operations import Session, plan_spec
-from specdsl.operations.plan import ask_login_nodes, login_node_copies, stale_servers
+from specdsl.operations.plan import ask_login_nodes, login_node_copies, slurm_problems, stale_servers
 from specdsl.plan.files import render_copies
 from specdsl.plan.planfile import PlanFileError, read_plan, write_plan
 from specdsl.plan.render import render_json, render_text
@@ -137,6 +137,11 @@ def _plan(args, session) -> int:
     if problems is not None:
         say_problems(problems)
         return EXIT_ERROR
+    if not args.no_refresh:  # the clusters asked, as refresh asks the hosts
+        problems = slurm_problems(graph, plan, session)
+        if problems is not None:
+            say_problems(problems)
+            return EXIT_ERROR
     notes: dict = {}
     if copies and not args.no_refresh:
         copies, notes = ask_login_nodes(graph, plan, copies, session)

@@ -224,6 +224,45 @@ def login_node_copies(graph, plan, spec_dir: Path) -> tuple[list, Problems | Non
     return planned_copies(graph, jobs, spec_dir), None
 
 
+def slurm_problems(graph, plan, session: Session | None = None) -> Problems | None:
+    """What the cluster says of each Slurm host the plan submits jobs to,
+    asked as apply's preflight asks it and read-only (`preflight.for_plan`:
+    nothing is submitted, `sbatch --test-only` at most): each problem an
+    error at the host's block, the setting the cause is about named in the
+    hint; a cluster that does not answer also gets the hint of a host
+    refresh cannot reach. None when every cluster would take the jobs."""
+    from specdsl.apply.slurm.preflight import for_plan
+    from specdsl.plan.slurm import slurm_jobs
+
+    hosts = {j.host.name: j.host for j in slurm_jobs(graph, plan)}
+    diags, unreachable = [], False
+    with _sharing(session) as s:
+        for name in sorted(hosts):
+            for problem in for_plan(hosts[name], s.registry):
+                diags.append(_slurm_diagnostic(hosts[name], problem))
+                unreachable = unreachable or problem.unreachable
+    if not diags:
+        return None
+    return attrs.evolve(Problems.located(diags), hints=(REFRESH_HINT,) if unreachable else ())
+
+
+def _slurm_diagnostic(host, problem) -> Diagnostic:
+    """A preflight `Problem` of `host` as plan says it: at the host block,
+    the place of the setting that is the cause in the hint."""
+    text = problem.text
+    for lead, head in ((f"host {host.name}: ", ": "), (f"host {host.name} ", " ")):
+        if text.startswith(lead):
+            text = head + text[len(lead):]
+            break
+    else:
+        text = ": " + text
+    span = dict(host.slurm.spans).get(problem.setting) if problem.setting else None
+    where = f"`slurm.{problem.setting}` is set at {span}; " if span is not None else ""
+    how = ("the cluster did not answer plan, which asks it as apply's preflight does" if problem.unreachable
+           else "found by plan, which asks the cluster as apply's preflight does")
+    return Diagnostic.error(f"Host `{host.name}`{text}", host.span, f"{where}{how} (nothing was submitted)")
+
+
 def ask_login_nodes(graph, plan, copies: list, session: Session | None = None) -> tuple[list, dict]:
     """`copies` with what each login node says: "already there" or "will
     copy", asked in the one command apply's stage asks

@@ -5,7 +5,8 @@ What the language can check alone is checked here (names, types, the
 shape of `gres` and `mem`, settings that do not go together, a server
 kept running on a Slurm host); what only the cluster knows (the partition
 exists, the account may use it, a node offers the gres) is checked by the
-preflight before anything is submitted (`apply/slurm/preflight.py`).
+preflight before anything is submitted (`apply/slurm/preflight.py`),
+and by `plan`, which asks the cluster the same (`preflight.for_plan`).
 """
 
 from __future__ import annotations

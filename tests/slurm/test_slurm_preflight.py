@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -116,3 +117,94 @@ def test_keep_running_on_a_slurm_host_is_refused_by_validate_and_plan(tmp_path):
         assert out.stderr.count("cannot hold") == 1, out.stderr
         assert "server s keeps running, but host cluster runs each chain as one Slurm job" in out.stderr, out.stderr
         assert "Plan for" not in out.stdout
+
+
+# -- the same checks at plan ------------------------------------------------------------
+def plan(cluster, folder: Path, *extra: str, env_extra=None) -> subprocess.CompletedProcess:
+    env = cli_env(**{**(cluster.env() if cluster is not None else {}), **(env_extra or {})})
+    return subprocess.run([sys.executable, "-m", "specdsl.cli.main", "plan", "m.spec", *extra], cwd=folder,
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def assert_plan_refused(cluster, folder: Path, *needles: str, env_extra=None) -> str:
+    """`specdsl plan` exits 1 with each needle said at the host block (line 2
+    of the spec), prints and saves no plan, and nothing reached Slurm's queue
+    or the state folder (without a `cluster`: nothing to ask)."""
+    out = plan(cluster, folder, "-o", "m.plan", env_extra=env_extra)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "m.spec:2:1: error: Host `cluster`" in out.stderr, out.stderr
+    for needle in needles:
+        assert needle in out.stderr, out.stderr
+    assert "Plan for" not in out.stdout and not (folder / "m.plan").exists()
+    assert not (folder / ".specdsl" / "slurm").exists()
+    assert cluster is None or cluster.jobs() == []
+    return out.stderr
+
+
+def test_plan_reports_an_unknown_partition_at_the_host_and_offline_asks_nothing(fresh, tmp_path):
+    folder, _ = setup(tmp_path)
+    good = plan(fresh, folder)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "Slurm jobs" in good.stdout and good.stderr == "" and fresh.jobs() == []
+    rewrite(folder, 'partition = "debug"', 'partition = "debgu"')
+    text = assert_plan_refused(fresh, folder, 'slurm.partition: no partition "debgu" on this cluster (did you mean `debug`?)',
+                               "`slurm.partition` is set at m.spec:3:")
+    assert "nothing was submitted" in text and "1 error" in text
+    offline = plan(fresh, folder, "--no-refresh")  # plans from recorded state: asks no cluster
+    assert offline.returncode == 0 and "Slurm jobs" in offline.stdout, offline.stdout + offline.stderr
+
+
+@pytest.mark.parametrize("old, new, needles", [
+    ('partition = "debug"', 'partition = "restricted", account = "nobody"',
+     ['slurm.account: account "nobody" may not use partition "restricted" (it allows ops)',
+      "`slurm.account` is set at m.spec:3:"]),
+    ('gres = "gpu:1"', 'gres = "gpu:16"',
+     ['slurm.gres: no node of partition "debug" has "gpu:16" (its nodes offer gpu:8)', "`slurm.gres` is set at m.spec:3:"]),
+    ('max_parallel = 3', 'max_parallel = 3, sbatch_args = ["--nodes=5"]',
+     ["Host `cluster`: Slurm would refuse the job (--partition=debug --gres=gpu:1 --time=00:05:00 --nodes=5): "]),
+    ('max_parallel = 3', 'max_parallel = 3, python = "/nonexistent/python3"',
+     ["slurm.python: /nonexistent/python3 here cannot run specdsl", "`slurm.python` is set at m.spec:3:"]),
+])
+def test_plan_reports_what_the_cluster_refuses(fresh, tmp_path, old, new, needles):
+    folder, _ = setup(tmp_path)
+    rewrite(folder, old, new)
+    assert_plan_refused(fresh, folder, *needles)
+
+
+def test_plan_reports_a_partition_with_its_node_down(fresh, tmp_path):
+    folder, _ = setup(tmp_path)
+    fresh.scontrol("update", "nodename=localhost", "state=down", "reason=specdsl-test")
+    assert_plan_refused(fresh, folder, 'slurm.partition: no node of partition "debug" can run a job now (localhost down)')
+    fresh.resume()
+    assert plan(fresh, folder).returncode == 0
+
+
+def test_plan_says_a_cluster_that_does_not_answer(fresh, tmp_path):
+    """slurmctld not answering (here: slurm.conf names a port nothing
+    listens on) is said as refresh says a host it cannot reach: at the
+    host, with the hint to plan offline; no traceback."""
+    folder, _ = setup(tmp_path)
+    etc = tmp_path / "etc-dead"
+    etc.mkdir()
+    shutil.copy(Path(fresh.conf).parent / "gres.conf", etc / "gres.conf")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # closed when the block ends: nothing listens there
+    conf = "".join(f"SlurmctldPort={dead}\n" if line.startswith("SlurmctldPort=") else line
+                   for line in Path(fresh.conf).read_text().splitlines(keepends=True))
+    (etc / "slurm.conf").write_text(conf)
+    text = assert_plan_refused(fresh, folder, "Host `cluster`: slurmctld does not answer",
+                               "the cluster did not answer plan", "--no-refresh",
+                               env_extra={"SLURM_CONF": str(etc / "slurm.conf")})
+    assert "is set at" not in text
+
+
+def test_plan_says_slurm_commands_missing_here(tmp_path):
+    """Needs no cluster (it runs where Slurm is not installed): Slurm's
+    commands are not on this machine's PATH."""
+    folder, _ = setup(tmp_path)
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    assert_plan_refused(None, folder, "Host `cluster` runs on Slurm but sbatch, squeue, scontrol, sinfo, scancel are "
+                        "not in PATH here", env_extra={"PATH": str(bare)})

@@ -121,6 +121,45 @@ def test_the_preflight_runs_on_the_login_node(fresh, login, tmp_path):
     assert fresh.jobs() == [] and not (share / "jobs").exists()  # nothing submitted
 
 
+def test_plan_asks_the_cluster_through_the_login_node(fresh, login, tmp_path):
+    """`specdsl plan` (refreshing) asks the cluster through the login node
+    what apply's preflight asks, and copies nothing there: a valid spec
+    plans (exit 0), an unknown partition is an error at the host block
+    (exit 1). The job's Python is asked once a copy of this specdsl is on
+    the login node (an earlier apply's), not before: plan puts none there."""
+    from specdsl.apply.slurm.site import login_package
+
+    folder, _ = setup(tmp_path)
+    spec = folder / "m.spec"
+    share = tmp_path / "login-share"
+    good = through_login(spec.read_text(), fresh, share, python="/no/such/python3")
+    spec.write_text(good)
+    env = no_slurm_env(login, tmp_path)
+
+    def plan() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "specdsl.cli.main", "plan", "m.spec"], cwd=folder,
+                              capture_output=True, text=True, timeout=120, env=env)
+
+    out = plan()
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"submitted on the login node {LOGIN}" in out.stdout
+    assert not (share / "lib").exists() and not (share / "jobs").exists()  # nothing copied, nothing submitted
+    package = login_package(share)  # as an earlier apply left it: now its Python is asked, and fails
+    package.mkdir(parents=True)
+    (package / "specdsl").symlink_to(package_folder())
+    out = plan()
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "m.spec:2:1: error: Host `cluster`: slurm.python: /no/such/python3 on the login node specdsl-test" in out.stderr
+    assert "`slurm.python` is set at m.spec:4:" in out.stderr, out.stderr
+    spec.write_text(good.replace('partition = "debug"', 'partition = "debgu"', 1))
+    out = plan()
+    assert out.returncode == 1 and "Plan for" not in out.stdout, out.stdout + out.stderr
+    assert ('m.spec:2:1: error: Host `cluster`: slurm.partition: no partition "debgu" on this cluster '
+            "(did you mean `debug`?)") in out.stderr, out.stderr
+    assert "`slurm.partition` is set at m.spec:4:" in out.stderr and "Traceback" not in out.stderr
+    assert fresh.jobs() == []
+
+
 def test_the_jobs_python_is_checked_on_the_login_node(login_host, tmp_path):
     spec = tmp_path / "m.spec"
     spec.write_text(through_login(spec_text(tmp_path), _Conf(), tmp_path / "share", python="/no/such/python3"))

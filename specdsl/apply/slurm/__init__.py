@@ -13,7 +13,7 @@ failure in a job skips what the same failure skips on this machine.
 
 - `controller`: submit, follow, cancel and import the jobs (`run_jobs`);
 - `preflight`: what only the cluster knows, asked before anything is
-  submitted (the language's checks are `validate.slurm`'s);
+  submitted, and by `plan` (the language's checks are `validate.slurm`'s);
 - `site`: where jobs are submitted from (this machine, or a login node over
   SSH) and where their folders live;
 - `files`: the spec's files copied to a login node;

@@ -54,8 +54,21 @@ def package_digest() -> str:
     return _DIGEST
 
 
-def _env(slurm) -> dict[str, str]:
+def slurm_env(slurm) -> dict[str, str]:
+    """What Slurm's commands see besides the submit host's own environment."""
     return {"SLURM_CONF": slurm.conf} if slurm.conf else {}
+
+
+def login_root(slurm, host) -> Path:
+    """The folder of a login node's jobs and copies: `slurm.workdir`, else
+    `slurm` under the workdir of `host` (its `SshHost`)."""
+    return Path(slurm.workdir) if slurm.workdir else Path(host.workdir) / "slurm"
+
+
+def login_package(root: Path) -> Path:
+    """Where this specdsl's package is copied under a login node's `root`
+    (`lib/specdsl-<digest>`: another version gets its own)."""
+    return root / "lib" / f"specdsl-{package_digest()}"
 
 
 class LocalSite:
@@ -66,7 +79,7 @@ class LocalSite:
     def __init__(self, decl, walk, client: SlurmClient | None = None) -> None:
         slurm = decl.slurm
         self.decl = decl
-        self.client = client or SlurmClient(env=_env(slurm))
+        self.client = client or SlurmClient(env=slurm_env(slurm))
         self.root = Path(slurm.workdir) if slurm.workdir else Path(walk.writer.state_dir) / "slurm"
         env_root = Path(slurm.workdir) / "envs" if slurm.workdir else (walk.registry.env_root or default_env_root())
         self.env_root = Path(env_root).resolve()
@@ -109,12 +122,11 @@ class SshSite:
         slurm = decl.slurm
         self.decl = decl
         self.host = host
-        self.client = client or SlurmClient(runner=SshRunner(host, _env(slurm)))
-        top = Path(slurm.workdir) if slurm.workdir else Path(host.workdir) / "slurm"
-        self.root = top
+        self.client = client or SlurmClient(runner=SshRunner(host, slurm_env(slurm)))
+        self.root = login_root(slurm, host)
         self.env_root = Path(slurm.workdir) / "envs" if slurm.workdir else Path(host.env_root)
         self.python = slurm.python or "python3"
-        self.package = top / "lib" / f"specdsl-{package_digest()}"
+        self.package = login_package(self.root)
         self.spec_dir = None  # the job's own folder: the spec's folder is not on the cluster
         self.mirror = Path(walk.writer.state_dir) / "slurm" / "jobs"
         self.shares = "the login node"
