@@ -119,7 +119,9 @@ class Host(Protocol):
         ...
 
     def free_port(self, host: str = "127.0.0.1") -> int:
-        """A TCP port nothing listens on right now."""
+        """A TCP port nothing uses right now, outside the host's ephemeral
+        range where it can be read (`hosts.ports`: no outgoing connection
+        takes it while a server starts)."""
         ...
 
     def port_free(self, port: int, host: str = "127.0.0.1") -> bool:

@@ -9,13 +9,11 @@ no process of the group is left.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from specdsl import secrets
+from specdsl.hosts import ports
 from specdsl.hosts.base import Cancelled, CommandResult, HostError, ProcessHandle
 
 _POLL_S = 0.1
@@ -254,23 +253,12 @@ class LocalHost:
 
     # -- ports and files ----------------------------------------------------
     def free_port(self, host: str = "127.0.0.1") -> int:
-        """See `Host.free_port`."""
-        with socket.socket(_family(host), socket.SOCK_STREAM) as sock:
-            sock.bind((host, 0))
-            return sock.getsockname()[1]
+        """See `Host.free_port`: outside the ephemeral range (`ports`)."""
+        return ports.pick_port(host)
 
     def port_free(self, port: int, host: str = "127.0.0.1") -> bool:
         """See `Host.port_free`."""
-        with socket.socket(_family(host), socket.SOCK_STREAM) as sock:
-            # SO_REUSEADDR: a port in TIME_WAIT is free for a server; a listener is not.
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((host, port))
-            except OSError as exc:
-                if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-                    return False
-                raise
-            return True
+        return ports.port_free(port, host)
 
     def tail(self, path: Path, lines: int = 30) -> str:
         """See `Host.tail`."""
@@ -390,7 +378,3 @@ def default_env_root() -> Path:
         return Path(os.environ["SPECDSL_ENV_ROOT"])
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "specdsl" / "envs"
-
-
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET

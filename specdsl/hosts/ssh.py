@@ -24,6 +24,7 @@ here rather than on the host.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -41,6 +42,7 @@ from pathlib import Path, PurePosixPath
 from typing import Iterator, Mapping, Sequence
 
 from specdsl import secrets
+from specdsl.hosts import ports
 from specdsl.hosts.base import Cancelled, CommandResult, HostError, ProcessHandle
 from specdsl.hosts.sshconn import LOST, SshConnection, kill_group
 
@@ -300,10 +302,12 @@ class SshHost:
 
     # -- ports ----------------------------------------------------------------
     def free_port(self, host: str = "127.0.0.1") -> int:
-        """See `Host.free_port` (asked of the host's Python)."""
-        code = ("import socket,sys; h=sys.argv[1]; s=socket.socket(socket.AF_INET6 if ':' in h else socket.AF_INET); "
-                "s.bind((h,0)); print(s.getsockname()[1])")
-        return int(self._sh(q(self.default_python, "-c", code, host), step="finding a free port").decode().strip())
+        """See `Host.free_port`: outside the host's ephemeral range, chosen
+        by the host's Python running `ports` (one round trip)."""
+        out = self._sh(q(self.default_python, "-c", _ports_source(), host), step="finding a free port").decode().strip()
+        if not out.isdigit():
+            raise HostError(f"{self.conn.where()}: finding a free port: the host's Python printed {out[-200:]!r}")
+        return int(out)
 
     def port_free(self, port: int, host: str = "127.0.0.1") -> bool:
         """See `Host.port_free`."""
@@ -524,6 +528,12 @@ class SshHost:
         with self._lock:
             self._forwards.clear()
         self.conn.close()
+
+
+@functools.cache
+def _ports_source() -> str:
+    """`specdsl.hosts.ports` as a script for the host's Python."""
+    return Path(ports.__file__).read_text(encoding="utf-8")
 
 
 def _local_free_port() -> int:

@@ -51,6 +51,7 @@ def launch(
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     on_started: Callable[[ServerHandle], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> ServerHandle:
     """Start `server` from environment `env` on `host` and return once it is ready.
 
@@ -60,13 +61,57 @@ def launch(
     the group is stopped before the `LaunchError` (or `hosts.Cancelled`,
     when `stop` is set) is raised: no process is left behind.
 
+    A server whose log says its port was taken while it started (`port_taken`)
+    fails at once, quoting that line; on a port specdsl chose (nothing was
+    measured yet) it is launched once more on a new one, which `progress`
+    and `warn` say.
+
     `on_started(handle)` is called as soon as the process exists, before
     anything waits on it (apply records the server there, so a kill of
     apply while the server starts leaves a record, not an orphan); if it
-    raises, the group is stopped and the error propagates. From then until
+    raises, the group is stopped and the error propagates. A launch made
+    again calls it again, with the new process. From then until
     `teardown`, the server is among the `live()` ones."""
-    adapter = _adapter(server.engine)
     say = progress or (lambda _msg: None)
+    port = server.port
+    if port is not None and not host.port_free(port, bind):
+        raise LaunchError(
+            f"{server.engine} server {server.name!r} cannot start: port {port} on {bind} is already in use "
+            "(another server may still run there; stop it or choose another `port`)"
+        )
+    first = None  # the port of a first launch that found it taken
+    while True:
+        try:
+            return _launch_once(server, env, run_dir, host=host, bind=bind, port=port, say=say, stop=stop,
+                                on_started=on_started)
+        except PortTaken as taken:
+            if first is not None:
+                raise _taken_again(taken, first) from None
+            if server.port is not None or not taken.retry:
+                raise
+            first = taken.port
+            port = host.free_port(bind)
+            message = f"port {first} was taken while the server started; launched again on port {port}"
+            say(message)
+            if warn is not None:
+                warn(message)
+
+
+def _taken_again(taken: PortTaken, first: int) -> PortTaken:
+    """The second launch's `PortTaken`, saying there was a first."""
+    again = PortTaken(f"{taken.what} (a second launch, after port {first} was taken in the first)", port=taken.port,
+                      line=taken.line, retry=False, argv=taken.argv, log_path=taken.log_path, pgid=taken.pgid,
+                      tail=taken.tail)
+    for note in getattr(taken, "__notes__", ()):
+        again.add_note(note)
+    return again
+
+
+def _launch_once(server: Server, env: EnvInfo, run_dir: Path, *, host: Host, bind: str, port: int | None,
+                 say: Callable[[str], None], stop: threading.Event | None,
+                 on_started: Callable[[ServerHandle], None] | None) -> ServerHandle:
+    """One start of `server` (on `port`, else a free port), up to ready."""
+    adapter = _adapter(server.engine)
     run_dir = Path(run_dir)
     host.mkdir(run_dir)
     log_path = run_dir / "server.log"
@@ -74,14 +119,7 @@ def launch(
         # Effective config reads the whole log: a relaunch starts a fresh one.
         host.write_text(run_dir / "server.log.1", host.read_text(log_path))
         host.remove_tree(log_path)
-    if server.port is not None:
-        if not host.port_free(server.port, bind):
-            raise LaunchError(
-                f"{server.engine} server {server.name!r} cannot start: port {server.port} on {bind} is already in use "
-                "(another server may still run there; stop it or choose another `port`)"
-            )
-        port = server.port
-    else:
+    if port is None:
         port = host.free_port(bind)
     here, here_port = host.reach(port, bind)
     base_url = f"http://{_url_host(here)}:{here_port}"
@@ -134,6 +172,8 @@ def launch(
             untrack(handle, host)
         except HostError as stuck:
             exc.add_note(f"and stopping it failed: {stuck}")  # the one case where processes are left
+            if isinstance(exc, PortTaken):
+                exc.retry = False  # not while its processes may still run
         raise
     say(f"{server.engine} server {server.name} ready at {base_url}")
     return handle
@@ -179,14 +219,17 @@ _POINTS_UP = re.compile(r"root cause above|see above", re.IGNORECASE)
 
 def log_cause(text: str) -> str | None:
     """What killed a server, from its log: the last `SomethingError: message`
-    line without its log prefix (the message read from the lines below when
-    it starts there, as multiprocessing's errors do), or the one before it
-    when the last only says the cause is above; None when there is none."""
+    line (or a line saying a bind failed: `_BIND_FAILED`) without its log
+    prefix (the message read from the lines below when it starts there, as
+    multiprocessing's errors do), or the one before it when the last only
+    says the cause is above; None when there is none."""
     lines = [_LOG_PREFIX.sub("", line.rstrip(), count=1) for line in text.splitlines()]
     causes = []
     for i, line in enumerate(lines):
         m = _EXCEPTION_LINE.match(line)
         if not m:
+            if _BIND_FAILED.search(line):
+                causes.append(line.strip())
             continue
         message = (m[2] or "").strip()
         if not message:
@@ -208,23 +251,105 @@ def log_cause(text: str) -> str | None:
     return found
 
 
+# A server that cannot listen where it must, in the words of every engine
+# (they all bind through Python, so one list serves them all): asyncio's
+# bind error as uvicorn logs it (SGLang, transformers serve, vLLM):
+# `ERROR:    [Errno 98] error while attempting to bind on address
+# ('127.0.0.1', 35069): address already in use` (SGLang 0.5.17 then hangs
+# in its shutdown: waiting for its ready timeout would learn nothing more);
+# Python's own `OSError: [Errno 98] Address already in use` (a socket bound
+# by hand, as vLLM's API server does); and any exception saying `address
+# already in use` (ZMQ, torch.distributed's store: those name another
+# port, see `_port_failure`). Errno 98 on Linux, 48 on macOS.
+_BIND_FAILED = re.compile(r"\[Errno (?:98|48)\] error while attempting to bind on address "
+                          r"\((?:'[^']*'|[^,()]*), (\d+)(?:, \d+, \d+)?\): address already in use", re.IGNORECASE)
+_IN_USE = re.compile(r"\[Errno (?:98|48)\] Address already in use"
+                     r"|^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception):.*\baddress already in use\b", re.IGNORECASE)
+# the port such a line names: `port: 29500` (torch), `tcp://127.0.0.1:5555` (ZMQ), `('::1', 8000` (asyncio)
+_NAMED_PORT = re.compile(r"\bport[\s:=]+(\d+)|://[^\s/'\"]*:(\d+)|\(\s*'[^']*',\s*(\d+)", re.IGNORECASE)
+_LOG_CHECK_S = 1.0  # how often a starting server's log is read for a fatal line
+
+
+def port_taken(text: str) -> tuple[str, int | None] | None:
+    """The last line of a server log saying an address it binds was in use
+    (without its log prefix), and the port that line names (None: it names
+    none, as Python's bare `OSError: [Errno 98] Address already in use`);
+    None when no line says so. The log's `$ command` lines are not the
+    server's words (its argv may hold anything)."""
+    found = None
+    for raw in text.splitlines():
+        if raw.startswith("$ "):
+            continue
+        line = _LOG_PREFIX.sub("", raw.rstrip(), count=1).strip()
+        bound = _BIND_FAILED.search(line)
+        if bound:
+            found = (line, int(bound[1]))
+        elif _IN_USE.search(line):
+            named = _NAMED_PORT.search(line)
+            found = (line, int(next(g for g in named.groups() if g)) if named else None)
+    return found
+
+
+class PortTaken(LaunchError):
+    """A server's log says an address it binds was in use (`line`, quoted
+    in the message). `port`: the port of the line, the server's own when it
+    names none; `retry`: whether a launch on a new port may follow (the line
+    is about the server's own port and its process group is gone)."""
+
+    def __init__(self, what: str, *, port: int, line: str, retry: bool, **kw) -> None:
+        super().__init__(what, **kw)
+        self.port = port
+        self.line = line
+        self.retry = retry
+
+
+def _port_failure(what: str, handle: ServerHandle, host: Host, *, exited: bool = False) -> PortTaken | None:
+    """The `PortTaken` of a server whose log says a bind failed, else None.
+    `what` names the server; `exited`: it is gone (said before the cause).
+    While it runs, only a line about its own port counts: one naming
+    another (a store, a side channel) may be a failure it survives."""
+    taken = port_taken(host.tail(Path(handle.log_path), _CAUSE_LINES))
+    if taken is None:
+        return None
+    line, named = taken
+    ours = named in (None, handle.port)
+    if not ours and not exited:
+        return None
+    if exited:
+        code = host.returncode(handle.process())
+        what = f"{what} exited{f' with code {code}' if code is not None else ''} during startup"
+    elif ours:
+        what = f"{what} could not listen on port {handle.port} (taken while it started)"
+    else:
+        what = f"{what} could not bind an address it needs"
+    return PortTaken(f"{what}: {line}", port=handle.port if ours else named, line=line, retry=ours,
+                     argv=handle.argv, log_path=handle.log_path, pgid=handle.pgid,
+                     tail=host.tail(Path(handle.log_path), LOG_TAIL_LINES))
+
+
 def _wait_ready(server: Server, handle: ServerHandle, host: Host, say, stop) -> None:
     started = time.monotonic()
     deadline = started + server.ready_timeout
     http = session(5.0)
     proc = handle.process()
     what = f"{server.engine} server {server.name!r}"
-    last_note = started
+    last_note = last_check = started
     while True:
         if not host.alive(proc):
             code = host.returncode(proc)
             status = f"with code {code}" if code is not None else ""
-            raise _failure(f"{what} exited {status} during startup".replace("  ", " "), handle, host, cause=True)
+            raise (_port_failure(what, handle, host, exited=True)
+                   or _failure(f"{what} exited {status} during startup".replace("  ", " "), handle, host, cause=True))
         try:
             if http.get(handle.health_url).status_code == 200:
                 break
         except requests.RequestException:
             pass
+        if time.monotonic() - last_check >= _LOG_CHECK_S:
+            last_check = time.monotonic()
+            fatal = _port_failure(what, handle, host)
+            if fatal is not None:
+                raise fatal
         if stop is not None and stop.is_set():
             raise Cancelled(f"cancelled while {what} was starting")
         now = time.monotonic()
@@ -235,6 +360,9 @@ def _wait_ready(server: Server, handle: ServerHandle, host: Host, say, stop) -> 
             say(f"waiting for {server.name} ({now - started:.0f}s)")
             last_note = now
         time.sleep(_POLL_S)
+    fatal = _port_failure(what, handle, host)
+    if fatal is not None:  # what answered is another process, on the port this one could not take
+        raise fatal
     remaining = max(5.0, min(_COMPLETION_TIMEOUT_S, deadline - time.monotonic()))
     body = {"model": server.model, "prompt": "Hello", "max_tokens": 4, "temperature": 0}
     try:

@@ -128,6 +128,70 @@ def test_free_port_and_busy_port(host):
         assert not host.port_free(port)
 
 
+def ephemeral_range() -> tuple[int, int]:
+    """This machine's ephemeral ports, read here as the test's own fact."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        first, last = map(int, f.read().split())
+    return first, last
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/sys/net/ipv4/ip_local_port_range"), reason="not Linux")
+def test_free_port_is_outside_the_ephemeral_range(host):
+    """An outgoing connection can never take it while a server starts."""
+    first, last = ephemeral_range()
+    chosen = {host.free_port() for _ in range(30)}
+    assert all(not first <= port <= last for port in chosen), (chosen, first, last)
+    assert all(1024 <= port <= 65535 and host.port_free(port) for port in chosen)
+    assert len(chosen) > 1  # at random: two launches choosing at once rarely meet
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/sys/net/ipv4/ip_local_port_range"), reason="not Linux")
+def test_pick_port_reads_the_range_it_is_given(tmp_path):
+    from specdsl.hosts import ports
+
+    def picks(text: str) -> set[int]:
+        (tmp_path / "range").write_text(text)
+        return {ports.pick_port(path=str(tmp_path / "range")) for _ in range(20)}
+
+    assert all(20000 <= p < 32768 for p in picks("32768\t60999\n"))  # Linux's default: the room below it
+    assert all(50001 <= p <= 65535 for p in picks("15000 50000"))  # more room above than from 20000 up
+    assert all(1024 <= p < 9000 for p in picks("9000 65535"))  # starting below 20000: from 1024
+    first, last = ephemeral_range()
+    for unknown in ("1024 65535", "garbage", "60999 32768", ""):  # no room, or not a range: the kernel's choice
+        assert all(first <= p <= last for p in picks(unknown)), unknown
+    assert ports.ephemeral_range(str(tmp_path / "missing")) is None
+
+
+class ScriptedRandom:
+    """A stand-in for `random` whose `randint` gives the ports listed, then the last forever."""
+
+    def __init__(self, *values: int) -> None:
+        self.values = list(values)
+
+    def randint(self, lo: int, hi: int) -> int:
+        value = self.values.pop(0) if len(self.values) > 1 else self.values[0]
+        assert lo <= value <= hi
+        return value
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/sys/net/ipv4/ip_local_port_range"), reason="not Linux")
+def test_pick_port_passes_over_a_taken_port(tmp_path):
+    from specdsl.hosts import ports
+
+    (tmp_path / "range").write_text("1024 20000")  # room: 20001-65535
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        taken = sock.getsockname()[1]
+        if taken <= 20000:
+            pytest.skip("the kernel's port is inside the test's range")
+        free = next(p for p in range(taken + 1, 65536) if ports.port_free(p))
+        assert ports.pick_port(path=str(tmp_path / "range"), rng=ScriptedRandom(taken, free)) == free
+        kernel = ports.pick_port(path=str(tmp_path / "range"), rng=ScriptedRandom(taken))  # never a free one
+        first, last = ephemeral_range()
+        assert first <= kernel <= last and ports.port_free(kernel)
+
+
 def test_tail_of_missing_file_is_empty(host, tmp_path):
     assert host.tail(tmp_path / "none") == ""
     (tmp_path / "f").write_text("".join(f"line {i}\n" for i in range(100)))

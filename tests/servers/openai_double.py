@@ -1,14 +1,21 @@
 """A test double of an OpenAI-compatible server (stdlib only), for launch
 tests that need a server that starts in milliseconds.
 
-    python openai_double.py PORT [--health-after S] [--fail-completions]
+    python openai_double.py PORT [--health-after S] [--fail-completions] [--hang-when-taken]
+
+With `--hang-when-taken`, a port it cannot bind makes it do what SGLang
+0.5.17 did on an H200 (tests/servers/data/sglang-0.5.17-port-in-use.log):
+log uvicorn's bind error and the start of its shutdown, then hang (with a
+child, as SGLang's scheduler) instead of exiting.
 
 It also answers `GET /get_server_info` the way an older SGLang does (and
 `/server_info` with 404, as a server that predates it).
 """
 
+import errno
 import json
 import os
+import subprocess
 import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,5 +55,22 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, {"choices": [{"text": " hi", "index": 0}], "model": request.get("model")})
 
 
-print(f"double listening on {PORT} pid {os.getpid()}", flush=True)
-ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+def serve():
+    try:
+        server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+    except OSError as exc:
+        if "--hang-when-taken" not in sys.argv or exc.errno != errno.EADDRINUSE:
+            raise
+        # asyncio's wording, as uvicorn logs it
+        stamp = time.strftime("[%Y-%m-%d %H:%M:%S]")
+        print(f"{stamp} ERROR:    [Errno {exc.errno}] error while attempting to bind on address "
+              f"{('127.0.0.1', PORT)!r}: {exc.strerror.lower()}", flush=True)
+        print(f"{stamp} INFO:     Waiting for application shutdown.", flush=True)
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        time.sleep(600)
+        return
+    print(f"double listening on {PORT} pid {os.getpid()}", flush=True)
+    server.serve_forever()
+
+
+serve()

@@ -86,10 +86,10 @@ class Launch:
         begun = time.monotonic()
         try:
             handle = servers.launch(server, env, there, host=host, progress=ctx.progress, stop=ctx.stop,
-                                    on_started=on_started)
+                                    on_started=on_started, warn=lambda w: walk.result.warn(f"{ctx.addr}: {w}"))
         except BaseException as exc:
             if recorded:
-                _forget_if_gone(ctx.writer, recorded[0], host)
+                _forget_if_gone(ctx.writer, recorded[-1], host)  # the last launch's (a port taken: two)
             if isinstance(exc, servers.LaunchError):
                 host.collect(there, folder)
                 raise StepFailed(str(exc), str(folder / "server.log")) from None
@@ -99,7 +99,7 @@ class Launch:
             walk.result.launches += 1
         # seconds from its start to ready: what a plan estimates this server's launches from (plan.cost)
         launch_s = time.monotonic() - begun
-        record = attrs.evolve(recorded[0], status="ready")
+        record = attrs.evolve(recorded[-1], status="ready")
         run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", argv=handle.argv,
                                     effective=gpus.visible(walk, ctx.addr, step.payload["host"]),
                                     metrics={LAUNCH_S: launch_s})

@@ -179,6 +179,14 @@ def test_lock_excludes_a_second_holder(ssh_host, sshd):
         other.close()
 
 
+def test_free_port_is_outside_the_hosts_ephemeral_range(ssh_host):
+    """Chosen by the host's Python from the host's own range (read here
+    through the host), in one round trip."""
+    first, last = map(int, ssh_host.read_text(Path("/proc/sys/net/ipv4/ip_local_port_range")).split())
+    chosen = {ssh_host.free_port() for _ in range(5)}
+    assert all(not first <= port <= last and ssh_host.port_free(port) for port in chosen), (chosen, first, last)
+
+
 def test_forwarded_port_reaches_a_server_on_the_host(ssh_host):
     port = ssh_host.free_port()
     assert ssh_host.port_free(port)
