@@ -48,3 +48,24 @@ def test_a_launch_whose_port_was_taken_is_made_again_and_warned(tmp_path, env_ro
     assert [(r.port, r.status) for r in recorded] == [(int(second), "ready")]
     assert [line.split()[1] for line in life.read_text().splitlines() if line.startswith("start")] == [f"10@{second}"]
     assert result.launches == 1
+
+
+def test_a_paired_arm_whose_port_was_taken_is_made_again_and_warned_by_pair_and_arm(tmp_path, env_root):
+    """A paired benchmark starts its arms' servers itself: the same retry,
+    and its warning names the pair and the arm."""
+    life = tmp_path / "life.txt"
+    base = [sys.executable, DOUBLE, "{port}", "--speed", "10", "--life", str(life)]
+    cand = [sys.executable, TAKEN_ONCE, str(tmp_path / "tried"), "{port}", *base]
+    servers = "".join(f'server "{name}" {{\n  engine = "command"\n  model = "m"\n  command = [{", ".join(chr(34) + a + chr(34) for a in argv)}]\n'
+                      f'  ready_timeout = 60s\n}}\n' for name, argv in (("base", base), ("cand", cand)))
+    text = COMMON + servers + workload(runs=2) + (
+        'experiment "base" {\n  host = host.a\n  stack = stack.sys\n  server = server.base\n  workload = workload.w\n}\n'
+        'experiment "cand" {\n  host = host.a\n  stack = stack.sys\n  server = server.cand\n  workload = workload.w\n'
+        '  baseline = experiment.base\n  assert "same" { tps >= baseline.tps * 0.5 }\n}\n')
+    _, result, _ = apply_spec(tmp_path, text, env_root)
+    assert result.exit_code() == 0, failures(result)
+    (warning,) = [w for w in result.warnings if "was taken" in w]
+    assert re.fullmatch(r"benchmark\.cand pair 1 arm B \(cand\): port \d+ was taken while the server started; "
+                        r"launched again on port \d+", warning), warning
+    starts = [line for line in life.read_text().splitlines() if line.startswith("start")]
+    assert result.launches == len(starts) and result.launches % 2 == 0  # the retry is not another of the walk's launches

@@ -210,7 +210,8 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             pinned = gpus.pin(walk, ctx.addr, host, decl, arm.server, ctx.stop)  # the pair's own GPUs
         began = time.monotonic()
         try:
-            handle = servers.launch(pinned, arm.env, sub, host=host, progress=ctx.progress, stop=ctx.stop)
+            handle = servers.launch(pinned, arm.env, sub, host=host, progress=ctx.progress, stop=ctx.stop,
+                                    warn=lambda w: walk.result.warn(f"{ctx.addr} pair {i + 1} arm {shown(label)} ({arm.name}): {w}"))
         except servers.LaunchError as exc:
             host.collect(there, folder)
             raise StepFailed(f"pair {i + 1} arm {shown(label)} ({arm.name}): {exc}", str(folder / sub.name / "server.log")) from None
