@@ -406,10 +406,11 @@ def log_tail(state_dir: Path, run: RunRecord, lines: int = TAIL_LINES) -> tuple[
         return "", ""
     # a paired step whose arm failed names it ("pair 0 arm B (cand): ..."):
     # both arms of a pair launch side by side, so the newest log may be the
-    # other arm's; that arm's launch logs come first
+    # other arm's; that arm's launch logs come first (candidates sharing a
+    # baseline's launches are B, B2, ...: apply/steps/paired.py)
     arm = re.search(r"\bpair \d+ arm ([AB])\b", run.reason or "")
     if arm:
-        mine = [p for p in logs if re.fullmatch(rf"launch-\d+-{arm.group(1)}", p.parent.name)]
+        mine = [p for p in logs if re.fullmatch(rf"launch-\d+-{arm.group(1)}\d*", p.parent.name)]
         logs = mine or logs
     try:
         text = logs[-1].read_text(errors="replace")

@@ -27,11 +27,11 @@ def _server(name: str, speed: float, life: Path) -> str:
     return f'server "{name}" {{\n  engine = "command"\n  model = "m"\n  command = [{items}]\n  ready_timeout = 30s\n}}\n'
 
 
-def _spec(life: Path) -> str:
+def _spec(life: Path, speeds=(("base", 1.0), ("up", 0.7), ("fix", 1.4)), max_runs: int = 3) -> str:
     text = ('stack "sys" {\n  python = "system"\n}\n'
             'workload "w" {\n  endpoint = "completions"\n  input_len = 8\n  output_len = 8\n  requests = 4\n'
-            '  concurrency = 4\n  runs = 3\n  max_runs = 3\n  warmup = 4\n  timeout = 30s\n}\n')
-    for name, speed in (("base", 1.0), ("up", 0.7), ("fix", 1.4)):
+            f'  concurrency = 4\n  runs = 3\n  max_runs = {max_runs}\n  warmup = 4\n  timeout = 30s\n}}\n')
+    for name, speed in speeds:
         text += _server(name, speed, life)
         text += f'experiment "{name}" {{\n  stack = stack.sys\n  server = server.{name}\n  workload = workload.w\n'
         if name != "base":
@@ -107,3 +107,21 @@ def test_two_candidates_share_each_blocks_baseline_launch(tmp_path):
 
     again = _cli(tmp_path, "plan", "bench.spec", "--detailed-exitcode")
     assert again.returncode == 0, again.stdout  # both recorded: nothing to do
+
+
+def test_a_comparison_still_undecided_goes_on_alone_after_the_other_is_decided(tmp_path):
+    """up is decided at its first look (3 pairs); fix, at the threshold,
+    is not: its 4th pair is a block of its own, both arms launched for it."""
+    life = tmp_path / "life.txt"
+    (tmp_path / "bench.spec").write_text(_spec(life, (("base", 1.0), ("up", 0.5), ("fix", 1.0)), max_runs=4))
+    applied = _cli(tmp_path, "apply", "bench.spec", "--yes", "--json")
+    out = json.loads(applied.stdout)
+    verdicts = {v["experiment"]: v for v in out["verdicts"] if v.get("assertion") == "faster"}
+    assert verdicts["up"]["verdict"] == "fail", applied.stderr[-2000:]
+    results = _results(tmp_path)
+    assert [len(results[n]["pairs"]) for n in ("up", "fix")] == [3, 4], verdicts
+    starts = [line for line in life.read_text().splitlines() if line.startswith("start ")]
+    assert out["launches"] == len(starts) == 3 * 3 + 2  # 3 shared blocks, then base and fix alone
+    fix = results["fix"]
+    shared = [fix["launches"][b["launch"]].get("shared_by") for p in fix["pairs"] for b in p["blocks"] if b["arm"] == "A"]
+    assert shared[:3] == [["benchmark.fix", "benchmark.up"]] * 3 and shared[3] is None, shared
