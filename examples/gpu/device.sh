@@ -8,6 +8,7 @@
 #   bash examples/gpu/device.sh start .carry/c1 "STAGES"  # specdsl's wheels, the model, the pipeline (+ any carry part)
 #   bash examples/gpu/device.sh part  .carry/c2           # one more carry part (SGLang's tree, FA3, vLLM)
 #   bash examples/gpu/device.sh wait  560                 # until the pipeline ends or 560 s pass; collect
+#   bash examples/gpu/device.sh jit                       # the JIT caches now (jit.tgz), pipeline done or not
 #
 # (each with carry=[".carry/cN"], back to back: an idle machine goes back
 # after 30 s, and /tmp with it). A carry directory may hold any of: the
@@ -22,7 +23,12 @@
 #                   triton, the report
 # Each stage waits for its carry. Every collect writes to $OUT:
 # pipeline.log, status.txt and per engine one archive (state, run folders,
-# server logs, reports, diagnosis JSON), split in 15 MiB parts where larger.
+# server logs, reports, diagnosis JSON), split in 15 MiB parts where larger;
+# once the pipeline is done, also jit.tgz: the JIT caches (triton, tvm-ffi,
+# flashinfer, vLLM's torch.compile: /tmp/jit, /tmp/vjit) when under 15 MiB.
+# Put it in a later session's first carry and `start` unpacks it first, so
+# that session's first launches start warm (SGLang 0.5.17's first launch
+# captured prefill CUDA graphs for 176 s cold, 4.5 s warm).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 cmd=${1:?start, part, wait or pipeline}
@@ -47,6 +53,15 @@ collect() {
             split -b 15M -d -a 1 "$out/$w.tgz" "$out/$w.tgz.part" && rm "$out/$w.tgz"
         fi
     done
+    if [ -f /tmp/pipeline.done ]; then pack_jit; fi
+}
+
+pack_jit() {  # the JIT caches, for a later session's first carry (at most 15 MiB: one file back)
+    [ -f "$out/jit.tgz" ] && return
+    local dirs; dirs=$(cd /tmp && ls -d jit vjit 2>/dev/null)
+    [ -n "$dirs" ] || return
+    (cd /tmp && tar czf "$out/jit.tgz" $dirs 2>/dev/null)
+    [ "$(stat -c %s "$out/jit.tgz")" -le 15728640 ] || { echo "JIT caches over 15 MiB: not brought back" >> $log; rm -f "$out/jit.tgz"; }
 }
 
 unpack_parts() {  # assemble what has arrived; each kind once, when all its parts are there
@@ -82,6 +97,9 @@ tarfile.open(fileobj=stream, mode='r|').extractall('/tmp/vunpack', filter='fully
 case $cmd in
 start)
     t0=$(date +%s)
+    if [ -f "$arg/jit.tgz" ] && [ ! -d /tmp/jit ]; then  # an earlier session's JIT caches
+        tar xzf "$arg/jit.tgz" -C /tmp && echo "$(date -u +%T) JIT caches in: $(du -sh /tmp/jit /tmp/vjit 2>/dev/null | tr '\n' ' ')" >> $log
+    fi
     [ -d $deps/lark ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $deps "$arg"/specdsl-wheels/*.whl
     rm -rf $code && mkdir -p $code
     tar cf - --exclude __pycache__ specdsl grammar examples/gpu examples/quickstart/tiny-llama benchmarks/gpu | tar xf - -C $code
@@ -93,6 +111,8 @@ start)
     sleep 2; collect ;;
 part)
     unpack_parts "$arg"; collect ;;
+jit)
+    pack_jit; collect ;;
 wait)
     end=$(( $(date +%s) + ${arg:-560} ))
     while [ ! -f /tmp/pipeline.done ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
