@@ -27,10 +27,10 @@ def _server(name: str, speed: float, life: Path) -> str:
     return f'server "{name}" {{\n  engine = "command"\n  model = "m"\n  command = [{items}]\n  ready_timeout = 30s\n}}\n'
 
 
-def _spec(life: Path, speeds=(("base", 1.0), ("up", 0.7), ("fix", 1.4)), max_runs: int = 3) -> str:
+def _spec(life: Path, speeds=(("base", 1.0), ("up", 0.7), ("fix", 1.4)), max_runs: int = 3, runs: int = 3) -> str:
     text = ('stack "sys" {\n  python = "system"\n}\n'
             'workload "w" {\n  endpoint = "completions"\n  input_len = 8\n  output_len = 8\n  requests = 4\n'
-            f'  concurrency = 4\n  runs = 3\n  max_runs = {max_runs}\n  warmup = 4\n  timeout = 30s\n}}\n')
+            f'  concurrency = 4\n  runs = {runs}\n  max_runs = {max_runs}\n  warmup = 4\n  timeout = 30s\n}}\n')
     for name, speed in speeds:
         text += _server(name, speed, life)
         text += f'experiment "{name}" {{\n  stack = stack.sys\n  server = server.{name}\n  workload = workload.w\n'
@@ -110,18 +110,49 @@ def test_two_candidates_share_each_blocks_baseline_launch(tmp_path):
 
 
 def test_a_comparison_still_undecided_goes_on_alone_after_the_other_is_decided(tmp_path):
-    """up is decided at its first look (3 pairs); fix, at the threshold,
-    is not: its 4th pair is a block of its own, both arms launched for it."""
+    """up (half the baseline's speed) is decided at its first look that can
+    decide; fix, at the threshold, is not (with a horizon of 12 pairs that
+    look's level is a few in 10,000): its later pairs are blocks of its own,
+    both arms launched for each."""
     life = tmp_path / "life.txt"
-    (tmp_path / "bench.spec").write_text(_spec(life, (("base", 1.0), ("up", 0.5), ("fix", 1.0)), max_runs=4))
+    (tmp_path / "bench.spec").write_text(_spec(life, (("base", 1.0), ("up", 0.5), ("fix", 1.0)), max_runs=12))
     applied = _cli(tmp_path, "apply", "bench.spec", "--yes", "--json")
     out = json.loads(applied.stdout)
     verdicts = {v["experiment"]: v for v in out["verdicts"] if v.get("assertion") == "faster"}
     assert verdicts["up"]["verdict"] == "fail", applied.stderr[-2000:]
     results = _results(tmp_path)
-    assert [len(results[n]["pairs"]) for n in ("up", "fix")] == [3, 4], verdicts
+    up, fix = len(results["up"]["pairs"]), len(results["fix"]["pairs"])
+    assert 3 <= up < fix, (up, fix, verdicts)
     starts = [line for line in life.read_text().splitlines() if line.startswith("start ")]
-    assert out["launches"] == len(starts) == 3 * 3 + 2  # 3 shared blocks, then base and fix alone
-    fix = results["fix"]
-    shared = [fix["launches"][b["launch"]].get("shared_by") for p in fix["pairs"] for b in p["blocks"] if b["arm"] == "A"]
-    assert shared[:3] == [["benchmark.fix", "benchmark.up"]] * 3 and shared[3] is None, shared
+    assert out["launches"] == len(starts) == 3 * up + 2 * (fix - up)  # shared blocks, then base and fix alone
+    shared = [results["fix"]["launches"][b["launch"]].get("shared_by")
+              for p in results["fix"]["pairs"] for b in p["blocks"] if b["arm"] == "A"]
+    assert shared[:up] == [["benchmark.fix", "benchmark.up"]] * up and set(shared[up:]) == {None}, shared
+
+
+def test_a_shared_comparison_continues_from_its_own_recorded_pairs(tmp_path):
+    """Both measured in 3 shared blocks; then `runs` raised to 4: each
+    re-apply continues its own recorded pairs (the ones it shared), alone,
+    and launches only for the new pair."""
+    life = tmp_path / "life.txt"
+    speeds = (("base", 1.0), ("up", 0.5), ("fix", 1.0))
+    (tmp_path / "bench.spec").write_text(_spec(life, speeds))
+    first = json.loads(_cli(tmp_path, "apply", "bench.spec", "--yes", "--json").stdout)
+    assert first["launches"] == 9
+    kept = _results(tmp_path)["fix"]
+    assert len(kept["pairs"]) == 3 and kept["shared"]["leader"] == "benchmark.fix"
+
+    (tmp_path / "bench.spec").write_text(_spec(life, speeds, runs=4, max_runs=4))
+    plan = _cli(tmp_path, "plan", "bench.spec")
+    assert "benchmark.fix" in plan.stdout and "1 more run needed (3 recorded, 4 wanted)" in plan.stdout, plan.stdout
+    assert "shared with" not in plan.stdout and "also serves" not in plan.stdout, plan.stdout
+    again = json.loads(_cli(tmp_path, "apply", "bench.spec", "--yes", "--json").stdout)
+    assert again["launches"] == 4  # each comparison's pair 4 alone: its baseline and its candidate
+    newest = {}
+    for path in (tmp_path / ".specdsl").rglob("result.json"):
+        doc = json.loads(path.read_text())
+        if "pairs" in doc and doc.get("continued"):
+            newest[doc["arms"]["B"]] = doc
+    doc = newest["fix"]
+    assert len(doc["pairs"]) == 4 and doc["continued"] == 3
+    assert doc["pairs"][:3] == kept["pairs"]  # the shared pairs, as recorded

@@ -38,7 +38,7 @@ from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
 from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order, share_key, sharing_groups
 from specdsl.hosts import Cancelled
-from specdsl.plan.looks import block_of, first_pairs, max_runs
+from specdsl.plan.looks import block_of, first_pairs, grid_first, max_runs
 from specdsl.plan.model import Action
 
 
@@ -85,14 +85,15 @@ class _Pairing:
         return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
 
     @classmethod
-    def from_json(cls, doc: dict) -> "_Pairing":
+    def from_json(cls, doc: dict, *, earlier: bool = True) -> "_Pairing":
+        """What `doc` measured: an earlier apply's result (`earlier`), or
+        what a block leader measured in this apply for this comparison."""
         done = cls(runs=[bench.RunResult.from_json(r) for r in doc.get("runs", ())],
                    pairs=[p for p in doc.get("pairs", ()) if len(p.get("blocks", ())) == 2],
                    launches=list(doc.get("launches", ())), effective=dict(doc.get("effective", {})),
                    looks=dict(doc.get("looks", {})), shared=dict(doc.get("shared", {})),
                    side_by_side=bool(doc.get("side_by_side", False)), gpu_facts=dict(doc.get("gpu_facts", {})))
-        # pairs a leader measured in this apply for this comparison are not an earlier apply's
-        done.continued = doc.get("continued", 0) if done.shared else len(done.pairs)
+        done.continued = len(done.pairs) if earlier else doc.get("continued", 0)
         return done
 
     def add_runs(self, i: int, letter: str, runs, launch: int) -> None:
@@ -170,7 +171,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     budget = max_runs(workload) + max(0, extra)
     comps: list[_Comparison] = []
     for k, ((member, more), label) in enumerate(zip(members, list(arms)[1:])):
-        done = _Pairing.from_json(prior) if k == 0 and prior else _Pairing()
+        done = _Pairing.from_json(prior, earlier=shared is None) if k == 0 and prior else _Pairing()
         done.looks = done.looks or dict(looks)
         names = {BASELINE: base.name, CANDIDATE: member.payload["experiment"].name}
         if len(members) > 1:
@@ -178,8 +179,10 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                            "folder": str(folder)}
         have = len(done.complete_pairs())
         done.pairs = done.complete_pairs()  # an incomplete pair of an earlier apply is measured again
-        comps.append(_Comparison(member.addr, names[CANDIDATE], label, arms[label], done, more,
-                                 max(first_pairs(workload, done.looks), have), budget, names))
+        # at least `runs` pairs, also when `runs` was raised after an earlier
+        # apply recorded its looks (plan: "1 more run needed (3 recorded, 4 wanted)")
+        first = max(first_pairs(workload, done.looks), grid_first(workload), have)
+        comps.append(_Comparison(member.addr, names[CANDIDATE], label, arms[label], done, more, first, budget, names))
     lead = comps[0].done
     up: dict[str, object] = {}  # label -> (the handle of its server, the walk's launch number), while up
     lock = threading.Lock()
