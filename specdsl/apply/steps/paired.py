@@ -189,8 +189,6 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     launched: list[dict] = []  # the walk's launches, each shared by the comparisons of its block
     fits = gpus.split(walk, ctx.addr, decl, [a.server for a in arms.values()])
     side_by_side = fits is not None
-    for c in comps:
-        c.done.side_by_side = c.done.side_by_side or side_by_side
     gpu_of = dict(zip(arms, fits)) if fits is not None else {}
     block = block_of(workload, ctx.writer.state, exp.name)
     warnings: list[str] = []
@@ -368,6 +366,8 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
 
     def measure_block(i: int, block_comps, planned: int) -> None:
         labels = [BASELINE] + [c.label for c in block_comps]
+        for c in block_comps:
+            c.done.side_by_side = side_by_side  # how its latest pairs ran
         total = made[0] + len(labels) * block * (planned - i)
         order = arm_order(i, labels)
         if side_by_side:
