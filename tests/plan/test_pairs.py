@@ -18,3 +18,34 @@ def test_side_by_side_the_runs_alternate_abba_inside_the_pair():
     # each arm's j-th run meets the other's j-th run: the same prompts, adjacent
     assert [j for _, j in run_order(0, 2, side_by_side=True)] == [0, 0, 1, 1]
     assert run_order(2, 1, side_by_side=True) == [("B", 0), ("A", 0)]
+
+
+def test_blocks_of_one_candidate_are_the_pairs():
+    from specdsl.graph.pairs import arm_order, arms_run_order
+
+    for i in range(8):
+        assert arm_order(i, ("A", "B")) == pair_order(i)
+        for side in (True, False):
+            assert arms_run_order(i, ("A", "B"), 2, side) == run_order(i, 2, side)
+
+
+def test_shared_blocks_cancel_a_linear_drift_for_every_comparison():
+    """Three arms one at a time: over every two blocks each candidate's
+    position minus the baseline's sums to zero (a linear drift of the
+    machine adds that difference to its log ratio)."""
+    from specdsl.graph.pairs import arm_order
+
+    arms = ("A", "B", "B2")
+    assert [arm_order(i, arms) for i in range(4)] == [arms, arms[::-1], arms[::-1], arms]
+    for cand in ("B", "B2"):
+        offsets = [arm_order(i, arms).index(cand) - arm_order(i, arms).index("A") for i in range(4)]
+        assert offsets[0] + offsets[1] == 0 and offsets[2] + offsets[3] == 0, offsets
+
+
+def test_sharing_groups_are_benchmarks_of_one_key_in_plan_order():
+    from specdsl.graph.pairs import sharing_groups
+
+    groups = sharing_groups({"benchmark.fix": "k1", "benchmark.other": "k2", "benchmark.up": "k1"})
+    assert groups == {"benchmark.fix": ("benchmark.fix", "benchmark.up"),
+                      "benchmark.up": ("benchmark.fix", "benchmark.up")}
+    assert sharing_groups({"benchmark.alone": "k1"}) == {}
