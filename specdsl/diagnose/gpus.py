@@ -116,12 +116,17 @@ def _facts_record(state, run, launch, host_name):
     for r in (run, launch):
         if r is not None and "gpus" in dict(r.effective):
             return r
-    anchor = (launch or run).started
-    found = [r for r in state.runs if r.step.startswith("preflight.") and r.status == "completed"
-             and r.started <= anchor and "gpus" in dict(r.effective)]
+    mark = launch or run
+    anchor = mark.started
+    # state.runs keeps the order runs were recorded in: a preflight recorded
+    # after the server's launch is a later apply's, also within the same
+    # second (times are to the second: two quick applies tie)
+    place = next((i for i, r in enumerate(state.runs) if r.id == mark.id), len(state.runs))
+    found = [(i, r) for i, r in enumerate(state.runs[:place]) if r.step.startswith("preflight.")
+             and r.status == "completed" and r.started <= anchor and "gpus" in dict(r.effective)]
     if host_name is not None:
-        found = [r for r in found if r.step == f"preflight.{host_name}"] or found
-    return max(found, key=lambda r: r.started) if found else None
+        found = [(i, r) for i, r in found if r.step == f"preflight.{host_name}"] or found
+    return max(found, key=lambda x: (x[1].started, x[0]))[1] if found else None
 
 
 def _throttle(mask: Any) -> str:

@@ -72,20 +72,24 @@ def _gpu(index, name="NVIDIA H200", driver="570.124.06", throttle="0x1", max_clo
             "throttle_mask": throttle, "processes": list(processes)}
 
 
-def _record(state_dir: Path, base_gpus, cand_gpus, base_devices="0", cand_devices="0", skip=()) -> None:
+def _record(state_dir: Path, base_gpus, cand_gpus, base_devices="0", cand_devices="0", skip=(),
+            one_second=False) -> None:
+    """Two applies (base, then cand): each a preflight, a launch and a
+    benchmark; `one_second`: all in the same second (quick applies)."""
     runs = []
     for i, (name, gpus, devices) in enumerate((("base", base_gpus, base_devices), ("cand", cand_gpus, cand_devices))):
-        at = f"2026-12-01T10:{i}0:"
+        at = "2026-12-01T10:00:" if one_second else f"2026-12-01T10:{i}0:"
         facts = {"nvidia_smi": "/usr/bin/nvidia-smi", "gpu_count": len(gpus), "gpus": json.dumps(gpus),
                  "gpu_model": ", ".join(sorted({g["name"] for g in gpus})),
                  "driver_version": ", ".join(sorted({g["driver"] for g in gpus}))}
         runs += [RunRecord(id=f"pre{i}", step="preflight.g", identity="pre", experiment=name, status="completed",
                            started=at + "00Z", effective=facts),
                  RunRecord(id=f"launch{i}", step=f"launch.{name}", identity=f"l{i}", experiment=name, status="completed",
-                           started=at + "01Z", effective={"CUDA_VISIBLE_DEVICES": devices},
+                           started=at + ("00Z" if one_second else "01Z"), effective={"CUDA_VISIBLE_DEVICES": devices},
                            argv=("/usr/bin/python3", "srv.py", "--port", "1")),
                  RunRecord(id=f"bench{i}", step=f"benchmark.{name}", identity=f"b{i}", experiment=name,
-                           status="completed", started=at + "02Z", metrics={"tps": 100.0 - 10 * i}, runs=1)]
+                           status="completed", started=at + ("00Z" if one_second else "02Z"),
+                           metrics={"tps": 100.0 - 10 * i}, runs=1)]
     state = State.new()
     for r in runs:
         if r.id not in skip:
@@ -98,6 +102,15 @@ def _host_diffs(state_dir: Path, capsys):
     assert main(["diff", "bench0", "bench1", "--state", str(state_dir), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     return [(d["key"], d["baseline"], d["candidate"], d["tier"]) for d in doc["differences"] if d["category"] == "host"], doc
+
+
+def test_each_run_reads_its_own_applys_preflight_within_one_second(tmp_path, capsys):
+    """Two quick applies in one second (times are to the second): each arm
+    reads the preflight recorded before its own launch, not the other's
+    (CI once read the baseline's for the candidate and lost the busy GPU)."""
+    _record(tmp_path, [_gpu(0, used=0.0)], [_gpu(0, used=4096.0, processes=[{"pid": 7}])], one_second=True)
+    host, _ = _host_diffs(tmp_path, capsys)
+    assert ("gpu[0].memory_used_mib", "0", "4096", 1) in host, host
 
 
 def test_an_identical_host_shows_nothing(tmp_path, capsys):
