@@ -36,9 +36,10 @@ from specdsl.apply.steps.common import localize, medians_of_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
-from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order, share_key, sharing_groups
+from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order
 from specdsl.hosts import Cancelled
 from specdsl.plan.looks import block_of, first_pairs, grid_first, max_runs
+from specdsl.plan.diff import shared_blocks
 from specdsl.plan.model import Action
 
 
@@ -226,6 +227,10 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             else:
                 launched[n].update(gpus.visible(walk, ctx.addr, decl))
 
+    def readers_of(label: str, block_comps) -> list[_Comparison]:
+        """The comparisons of a block that read arm `label`'s runs: all for the baseline."""
+        return list(block_comps) if label == BASELINE else [c for c in block_comps if c.label == label]
+
     def launch_all(i: int, labels, block_of_comps) -> None:
         """Launch `labels` (one, or all at once side by side, in parallel);
         their launch numbers follow `labels`; each comparison of the block
@@ -235,7 +240,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             numbers[label] = len(launched)
             entry = {"arm": shown(label), "pair": i}  # filled in by `launch`
             launched.append(entry)
-            readers = block_of_comps if label == BASELINE else [c for c in block_of_comps if c.label == label]
+            readers = readers_of(label, block_of_comps)
             if label == BASELINE and len(readers) > 1:
                 entry["shared_by"] = [c.addr for c in readers]
             for c in readers:
@@ -259,9 +264,6 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             t.join()
         if errors:
             raise errors[0]
-
-    def readers_of(label: str, block_comps) -> list[_Comparison]:
-        return list(block_comps) if label == BASELINE else [c for c in block_comps if c.label == label]
 
     def stop_arm(label: str, block_comps) -> None:
         handle, n = up.pop(label)
@@ -447,15 +449,9 @@ def sharing_followers(ctx: StepContext) -> list:
         walk.paired_started.add(me.addr)
         if not fresh(me) or me.addr in walk.shared_pairs:
             return []
-        keys = {}
-        for change in walk.plan.changes:
-            step = walk.graph.steps.get(change.addr)
-            if (step is None or step.kind != "benchmark" or "paired" not in step.payload
-                    or change.action is not Action.RUN or not fresh(step)):
-                continue
-            exp = step.payload["experiment"]
-            keys[step.addr] = share_key(step, step.payload["host"].name, block_of(exp.workload, state, exp.name))
-        group = sharing_groups(keys).get(me.addr, ())
+        running = [c.addr for c in walk.plan.changes if c.action is Action.RUN and c.addr in walk.graph.steps
+                   and walk.graph.steps[c.addr].kind == "benchmark" and fresh(walk.graph.steps[c.addr])]
+        group = shared_blocks(walk.graph, running, state).get(me.addr, ())
         cells = walk.graph.by_experiment
         out = []
         for addr in group:
