@@ -53,6 +53,10 @@ collect() {
             split -b 15M -d -a 1 "$out/$w.tgz" "$out/$w.tgz.part" && rm "$out/$w.tgz"
         fi
     done
+    if [ -d /tmp/probe ]; then  # the probe's figures and its server logs' first lines
+        (cd /tmp/probe && tar czf "$out/probe.tgz" probe.json */server.log */run-*/bench.log 2>/dev/null)
+        cp /tmp/probe/probe.json "$out/" 2>/dev/null
+    fi
     if [ -f /tmp/pipeline.done ]; then pack_jit; fi
 }
 
@@ -159,6 +163,18 @@ pipeline)
             stage "vllm: one more pair (max_runs 2 -> 3)"; specdsl plan vllm.spec --target vllm-flashinfer -var pairs=3 "${vvars[@]}"
             specdsl apply vllm.spec --yes --target vllm-flashinfer -var pairs=3 "${vvars[@]}"; echo "apply exit $?"
             specdsl report vllm-flashinfer vllm.spec -o report-vllm.html -var pairs=3 "${vvars[@]}" ;;
+        probe)
+            # where one launch's noise comes from (benchmarks/gpu/noise_probe.py): vLLM launches,
+            # specdsl's client and `vllm bench serve` run by run, with the GPU's clocks, the host's
+            # CPU, the prefix cache and the log's JIT lines recorded per run
+            until_ready /tmp/vllm.ready 600
+            stage "probe: ${PROBE_SETUPS:-base,pinned,pinned-nocache}"
+            env PYTHONPATH=$vsite:$deps:$code HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 \
+                DO_NOT_TRACK=1 CUDA_HOME="$cuda_home" VLLM_CACHE_ROOT=/tmp/vjit/vllm FLASHINFER_WORKSPACE_BASE=/tmp/vjit \
+                TRITON_CACHE_DIR=/tmp/vjit/triton TVM_FFI_CACHE_DIR=/tmp/vjit/tvm-ffi NCCL_NVLS_ENABLE=0 \
+                TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+                python3 $code/benchmarks/gpu/noise_probe.py --model $model --out /tmp/probe \
+                    --setups "${PROBE_SETUPS:-base,pinned,pinned-nocache}" --budget "${PROBE_BUDGET:-420}" ;;
         *) echo "unknown stage $s" ;;
         esac
     done
