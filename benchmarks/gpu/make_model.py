@@ -1,8 +1,13 @@
-"""A random Llama of about 800M parameters (bf16) with the quickstart's
-tokenizer, for the GPU run (`benchmarks/gpu/run.sh`). Random weights: the
-figures measure the serving stack, not the model's answers.
+"""A random Llama (bf16) with the quickstart's tokenizer, for the GPU run
+(`benchmarks/gpu/run.sh`). Random weights: the figures measure the serving
+stack, not the model's answers.
 
-    python make_model.py OUT_DIR
+    python make_model.py OUT_DIR [800m|8b]
+
+`800m` (the default) is small enough that vLLM's host-side loop, not the
+GPU, limits its speed on the H200 (the GPU draws a third of its power: the
+figures follow the host's CPU, docs/gpu-run.md); `8b` has Llama-3-8B's
+shapes, so the GPU limits a decode step, as it does for the story's models.
 """
 
 import shutil
@@ -15,10 +20,16 @@ from transformers import LlamaConfig, LlamaForCausalLM
 TINY = Path(__file__).resolve().parents[2] / "examples" / "quickstart" / "tiny-llama"
 
 
-def main(out: Path) -> None:
+SHAPES = {  # hidden, intermediate, layers, heads, kv heads
+    "800m": (2048, 5632, 16, 16, 16),
+    "8b": (4096, 14336, 32, 32, 8),
+}
+
+
+def main(out: Path, size: str = "800m") -> None:
     config = LlamaConfig.from_pretrained(TINY)
-    config.hidden_size, config.intermediate_size = 2048, 5632
-    config.num_hidden_layers, config.num_attention_heads, config.num_key_value_heads = 16, 16, 16
+    (config.hidden_size, config.intermediate_size, config.num_hidden_layers,
+     config.num_attention_heads, config.num_key_value_heads) = SHAPES[size]
     config.head_dim = 128
     config.dtype = "bfloat16"
     torch.manual_seed(0)
@@ -32,4 +43,4 @@ def main(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), *sys.argv[2:3])

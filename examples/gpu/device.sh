@@ -21,6 +21,8 @@
 #                   its diagnosis, a re-plan and re-apply, the report
 #   vllm            vllm.spec: the default backend, then flashinfer against
 #                   triton, the report
+#   noise           benchmarks/gpu/noise.py: both clients on the same launches
+#                   (NOISE_SETUPS, NOISE_MODEL, NOISE_BUDGET, NOISE_ARGS)
 # Each stage waits for its carry. Every collect writes to $OUT:
 # pipeline.log, status.txt and per engine one archive (state, run folders,
 # server logs, reports, diagnosis JSON), split in 15 MiB parts where larger;
@@ -54,8 +56,8 @@ collect() {
         fi
     done
     if [ -d /tmp/probe ]; then  # the probe's figures and its server logs' first lines
-        (cd /tmp/probe && tar czf "$out/probe.tgz" probe.json */server.log */run-*/bench.log 2>/dev/null)
-        cp /tmp/probe/probe.json "$out/" 2>/dev/null
+        (cd /tmp/probe && tar czf "$out/probe.tgz" probe.json noise.json */server.log */vllm-bench.log 2>/dev/null)
+        cp /tmp/probe/probe.json /tmp/probe/noise.json "$out/" 2>/dev/null
     fi
     if [ -f /tmp/pipeline.done ]; then pack_jit; fi
 }
@@ -163,18 +165,25 @@ pipeline)
             stage "vllm: one more pair (max_runs 2 -> 3)"; specdsl plan vllm.spec --target vllm-flashinfer -var pairs=3 "${vvars[@]}"
             specdsl apply vllm.spec --yes --target vllm-flashinfer -var pairs=3 "${vvars[@]}"; echo "apply exit $?"
             specdsl report vllm-flashinfer vllm.spec -o report-vllm.html -var pairs=3 "${vvars[@]}" ;;
-        probe)
-            # where one launch's noise comes from (benchmarks/gpu/noise_probe.py): vLLM launches,
-            # specdsl's client and `vllm bench serve` run by run, with the GPU's clocks, the host's
-            # CPU, the prefix cache and the log's JIT lines recorded per run
+        noise)
+            # how noisy one launch is and where it comes from (benchmarks/gpu/noise.py): vLLM launches,
+            # specdsl's client and `vllm bench serve` run by run, with the GPU's clocks and power, the
+            # host's CPU and steal, the server's own CPU, the prefix cache and the log's JIT lines per run.
+            # NOISE_MODEL=8b makes and uses an 8B-shaped random Llama (GPU-bound; 800m: host-bound)
             until_ready /tmp/vllm.ready 600
-            stage "probe: ${PROBE_SETUPS:-base,pinned,pinned-nocache}"
+            nmodel=$model
+            if [ "${NOISE_MODEL:-800m}" = 8b ]; then
+                nmodel=/tmp/llama8b
+                [ -f $nmodel/config.json ] || python3 $code/benchmarks/gpu/make_model.py $nmodel 8b
+            fi
+            stage "noise: ${NOISE_SETUPS:-pinned-nocache,pinned-nocache-2,pinned-nocache-3} on $nmodel ${NOISE_ARGS:-}"
             env PYTHONPATH=$vsite:$deps:$code HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 \
                 DO_NOT_TRACK=1 CUDA_HOME="$cuda_home" VLLM_CACHE_ROOT=/tmp/vjit/vllm FLASHINFER_WORKSPACE_BASE=/tmp/vjit \
                 TRITON_CACHE_DIR=/tmp/vjit/triton TVM_FFI_CACHE_DIR=/tmp/vjit/tvm-ffi NCCL_NVLS_ENABLE=0 \
                 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-                python3 $code/benchmarks/gpu/noise_probe.py --model $model --out /tmp/probe \
-                    --setups "${PROBE_SETUPS:-base,pinned,pinned-nocache}" --budget "${PROBE_BUDGET:-420}" ;;
+                python3 $code/benchmarks/gpu/noise.py --model $nmodel --out /tmp/probe \
+                    --setups "${NOISE_SETUPS:-pinned-nocache,pinned-nocache-2,pinned-nocache-3}" \
+                    --budget "${NOISE_BUDGET:-420}" ${NOISE_ARGS:-} ;;
         *) echo "unknown stage $s" ;;
         esac
     done
