@@ -21,6 +21,8 @@
 #                   its diagnosis, a re-plan and re-apply, the report
 #   vllm            vllm.spec: the default backend, then flashinfer against
 #                   triton, the report
+#   vllm-decide     vllm.spec on the 8B-shaped model (GPU-bound): flashinfer
+#                   against triton in at most DECIDE_PAIRS pairs, the report
 #   noise           benchmarks/gpu/noise.py: both clients on the same launches
 #                   (NOISE_SETUPS, NOISE_MODEL, NOISE_BUDGET, NOISE_ARGS)
 # Each stage waits for its carry. Every collect writes to $OUT:
@@ -47,7 +49,7 @@ collect() {
         ls /tmp/*.ready /tmp/pipeline.done 2>/dev/null
         nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
     } > "$out/status.txt" 2>&1
-    for w in sglang vllm; do
+    for w in sglang vllm vllm8b; do
         [ -d /tmp/story-$w/.specdsl ] || continue
         rm -f "$out/$w.tgz"*
         (cd /tmp/story-$w && tar czf "$out/$w.tgz" --exclude '*.so' --exclude envs .specdsl stacks ./*.log ./*.json ./*.html 2>/dev/null)
@@ -165,6 +167,18 @@ pipeline)
             stage "vllm: one more pair (max_runs 2 -> 3)"; specdsl plan vllm.spec --target vllm-flashinfer -var pairs=3 "${vvars[@]}"
             specdsl apply vllm.spec --yes --target vllm-flashinfer -var pairs=3 "${vvars[@]}"; echo "apply exit $?"
             specdsl report vllm-flashinfer vllm.spec -o report-vllm.html -var pairs=3 "${vvars[@]}" ;;
+        vllm-decide)
+            # FLASHINFER against TRITON_ATTN on the quiet set-up: the 8B-shaped model, 32 streams of
+            # 256 tokens (GPU-bound), 3 runs an arm a launch, a first look at 2 pairs, at most 4
+            until_ready /tmp/vllm.ready 600
+            [ -f /tmp/llama8b/config.json ] || python3 $code/benchmarks/gpu/make_model.py /tmp/llama8b 8b
+            mkdir -p /tmp/story-vllm8b && cp -n $code/examples/gpu/vllm.spec /tmp/story-vllm8b/ && cd /tmp/story-vllm8b
+            dvars=(-var vsite=$vsite -var model=/tmp/llama8b -var cuda_home="$cuda_home" -var concurrency=32
+                   -var len=256 -var block=3 -var pairs=${DECIDE_PAIRS:-4})
+            stage "vllm 8b: plan"; specdsl plan vllm.spec --target vllm-flashinfer "${dvars[@]}"
+            stage "vllm 8b: apply flashinfer against triton"
+            specdsl apply vllm.spec --yes --target vllm-flashinfer "${dvars[@]}"; echo "apply exit $?"
+            specdsl report vllm-flashinfer vllm.spec -o report-vllm8b.html "${dvars[@]}" ;;
         noise)
             # how noisy one launch is and where it comes from (benchmarks/gpu/noise.py): vLLM launches,
             # specdsl's client and `vllm bench serve` run by run, with the GPU's clocks and power, the
