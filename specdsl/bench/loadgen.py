@@ -31,12 +31,13 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from specdsl import private
 from specdsl.bench.client import make_session
+from specdsl.bench.conditions import RunWatch
 from specdsl.bench.datasets import Prompt, PromptSource, Tokenizer, load_tokenizer
 from specdsl.bench.lengths import short_outputs_warning
 from specdsl.bench.steady import unsteady_warning
@@ -128,6 +129,7 @@ def run_benchmark(
     stop: threading.Event | None = None,
     server: ServerSide = NOTHING,
     first_run: int = 0,
+    watches: Sequence[RunWatch] = (),
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
@@ -137,7 +139,10 @@ def run_benchmark(
     no usage. `server` (from the adapter) says how to reset the server's
     prefix cache and which of its Prometheus counters to read. `first_run`
     is the index of the first run made here (runs accumulate: a run's
-    prompts follow its index). Writes per-request records under `out_dir`.
+    prompts follow its index). `watches` are told when each run begins and
+    ends (specdsl.bench.conditions: the GPUs sampled); what each saw is kept
+    with the run, and a run one of them finds disturbed is invalid. Writes
+    per-request records under `out_dir`.
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
@@ -147,6 +152,7 @@ def run_benchmark(
     length, is marked invalid (specdsl.bench.validity)."""
     _check_workload(workload)
     bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run)
+    bench.watches = tuple(watches)
     try:
         runs = _run_loop(bench.session(bench.all_runs))
     except BenchError as exc:
@@ -202,6 +208,7 @@ class _Bench:
         self.tok, self.out_dir, self.say, self.server, self.base_url, self.first_run = tok, out_dir, say, server, base_url, first_run
         self.pool: WorkerPool | None = None  # the worker processes, when the streams are spread over several
         self.done: list[RunResult] = []  # the runs that ended, in order
+        self.watches: tuple[RunWatch, ...] = ()  # told when each run begins and ends (specdsl.bench.conditions)
 
     async def measure(self, bodies: list[bytes], n: int, offsets: list[float] | None,
                       texts: dict[int, str], measured: bool = False) -> tuple[list[RequestTiming], float, dict[str, Any]]:
@@ -307,7 +314,8 @@ class _Bench:
         before, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         texts: dict[int, str] = {}
         offsets = None if w.rate is None else arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
-        records, duration, client = await self.measure(bodies, w.requests, offsets, texts, measured=True)
+        conditions, disturbed = await self.watched(index, self.measure(bodies, w.requests, offsets, texts, measured=True))
+        records, duration, client = conditions.pop(None)
         after = None
         if before is not None:
             after, status = await read_metrics(session, self.base_url, self.server, runner.headers)
@@ -333,7 +341,7 @@ class _Bench:
             warnings.append(unsteady)
         if status.startswith("unavailable"):  # a warning, not a failed run: the run has no server metrics
             warnings.append(f"no server metrics: {status}")
-        invalid = run_invalid(metrics, w, short)
+        invalid = "; ".join(x for x in (run_invalid(metrics, w, short), *disturbed) if x)
         for warning in warnings:
             self.say(f"run {k + 1}/{w.runs}: {warning}")
         if invalid:
@@ -344,7 +352,34 @@ class _Bench:
         )
         return RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path),
                          prompts=prompt_record, cache_reset=cache, server={"metrics": status, **server_record},
-                         client=client, warnings=warnings, invalid=invalid)
+                         client=client, conditions=conditions, warnings=warnings, invalid=invalid)
+
+    async def watched(self, index: int, coro) -> tuple[dict, list[str]]:
+        """Await `coro` (a run's requests) between the watches' begin and
+        end: ({None: what `coro` gave, key: each watch's record}, their
+        reasons). A watch is ended even when `coro` raises (a sampler must
+        not outlive its run); what it says then is dropped."""
+        began = []
+        try:
+            for watch in self.watches:
+                await asyncio.to_thread(watch.begin, index)
+                began.append(watch)
+            value = await coro
+        except BaseException:
+            coro.close()  # not started when a watch's begin failed
+            for watch in began:
+                try:
+                    await asyncio.to_thread(watch.end, index)
+                except Exception:  # the run's own error is the one to report
+                    pass
+            raise
+        out: dict = {None: value}
+        reasons = []
+        for watch in began:
+            record, why = await asyncio.to_thread(watch.end, index)
+            out[watch.key] = record
+            reasons.append(why)
+        return out, reasons
 
 
 def warmup_requests(workload: Any) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
-from specdsl.apply import gpus, validity
+from specdsl.apply import gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, medians_of, planned_reuse
@@ -64,7 +64,8 @@ class Benchmark:
                     result = bench.run_benchmark(workload, handle.base_url, server.model, folder,
                                                  quirks=adapter.quirks, tokenizer=tokenizer,
                                                  progress=ctx.progress, stop=watch.stop,
-                                                 server=adapter.server_side(), first_run=len(prior))
+                                                 server=adapter.server_side(), first_run=len(prior),
+                                                 watches=run_conditions.watches(walk, host, exp.host, launch, folder))
         except (bench.BenchError, Cancelled) as exc:
             if watch.check():
                 validity.server_lost(ctx, watch, prior, getattr(exc, "runs", ()), folder, medians_of)
@@ -93,7 +94,8 @@ class Benchmark:
             walk.result.warn(w)
         metrics = medians_of(validity.valid(result.runs))  # an invalid run is not a measurement
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
-                                                 effective=effective | gpu_facts), runs=len(validity.valid(result.runs)),
+                                                 effective=effective | gpu_facts | run_conditions.during(result.runs)),
+                           runs=len(validity.valid(result.runs)),
                            invalid=validity.invalid_of(result.runs))
         ctx.writer.step_done(step, run)
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)

@@ -30,7 +30,7 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
-from specdsl.apply import gpus, validity
+from specdsl.apply import gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import localize, medians_of_runs
 from specdsl.bench.datasets import local_dataset
@@ -323,7 +323,8 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                 # every arm of a block gets the same fresh prompts for its j-th run; each block new ones
                 result = bench.run_benchmark(w_run, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
                                              tokenizer=tokenizer, progress=say, stop=watch.stop,
-                                             server=adapter.server_side(), first_run=i * block + j)
+                                             server=adapter.server_side(), first_run=i * block + j,
+                                             watches=run_conditions.watches(walk, host, decl, ctx.addr, sub, gpu_of.get(label)))
         except (bench.BenchError, Cancelled) as exc:
             validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
             if isinstance(exc, Cancelled):
@@ -525,6 +526,7 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
     argv = next((tuple(x["argv"]) for x in reversed(launches) if x["arm"] == CANDIDATE and "argv" in x), ())
     effective = effective | gpus.visible(ctx.walk, ctx.addr, ctx.step.payload["host"])  # the GPUs both arms ran on
     effective = effective | doc.get("gpu_facts", {})  # the snapshots at the pair's start and end
+    effective = effective | run_conditions.during(bench.RunResult.from_json(r) for r in doc["runs"])  # each run's GPUs
     run = attrs.evolve(ctx.writer.run_record(ctx.step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
                                              effective=effective, argv=argv), runs=len(doc["pairs"]))
     ctx.writer.step_done(ctx.step, run)
