@@ -176,7 +176,10 @@ class Workload:
     """A benchmark.
 
     Built-in load generator when `command` is empty; otherwise the user's own
-    script, run `runs` times, metrics read with `metrics` rules.
+    script, run `runs` times, metrics read with `metrics` rules and/or the
+    `metrics_preset` of an engine's own client (specdsl.facts.bench_clients:
+    the spec's `metrics = "vllm-bench-serve"`). `command_spans` are where
+    each argv item was written (plan's located errors; not compared).
     Durations are seconds. `rate` None means closed loop at `concurrency`.
     """
 
@@ -212,6 +215,11 @@ class Workload:
     ignore_eos: bool | None = None
     command: tuple[str, ...] = ()
     metrics: tuple[MetricRule, ...] = ()
+    # The engine client whose result file the command writes (`{result_file}`)
+    # and whose fields give the metrics; None: metric rules only (and left
+    # out of the identity, so identities made before it existed stay).
+    metrics_preset: str | None = attrs.field(default=None, metadata={"omit_none": True})
+    command_spans: tuple = attrs.field(default=(), eq=False)
     # Worker processes the built-in client spreads the streams over
     # (specdsl.bench.workers); None is one, the client's own process. Part
     # of the benchmark's identity when set (docs/plan.md); unset, absent

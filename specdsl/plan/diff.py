@@ -466,7 +466,8 @@ def noise_note(step, state, spec: str, noise_runs: dict | None = None) -> str:
 def command_preview(exp) -> str:
     """A command workload's argv as it will run: `{model}`, `{host}` and
     `{base_url}` expanded, `{port}` left as written (a free port is picked at
-    launch); each argument quoted as a shell would need it, a sensitive
+    launch), as are `{python}`, `{bin}` (the stack's environment, known once
+    provisioned) and `{result_file}` (one per run); each argument quoted as a shell would need it, a sensitive
     value (`--api-key VALUE`) shown as `(sensitive)`."""
     import shlex
 

@@ -102,6 +102,28 @@ def dataset_text(dataset: str) -> tuple[str, str] | None:
     return None
 
 
+# What a relative argv word ending so names: a script of the spec's folder
+# even when it is not there (a missing `bench.py` is a mistake, not a name).
+SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".pl", ".rb", ".js")
+
+
+def command_scripts(argv, spec_dir: Path) -> list[tuple[int, str, Path]]:
+    """(index, word, path here) of each word of a command's argv that names
+    a file of the spec's folder: written as a path (`./bench.sh`,
+    `../tools/x`), a file there (`bench.py`), or a word ending as a script
+    does (`bench.py`, missing or not). Options (`-x`, `--out=f.py`) are not
+    scripts. Relative paths of a command are the spec's folder's, as a
+    model's and a dataset's are."""
+    out = []
+    for i, word in enumerate(argv):
+        if word.startswith("-") or "=" in word:
+            continue
+        path = _candidate(word, spec_dir, explicit=relative(word) and word.endswith(SCRIPT_SUFFIXES))
+        if path is not None:
+            out.append((i, word, path))
+    return out
+
+
 def _argv_files(argv, spec_dir: Path, what: str, span) -> list[LocalFile]:
     out = []
     for word in argv:

@@ -290,7 +290,9 @@ def build_typed(kind: str, name: str, raw: Raw, scope: Scope, diags, deferred_ar
             else:
                 deferred_args.append((server, *engine_args))
         return server
-    return schema.build_workload(name, values, raw.span, tuple(metrics), raw.names, diags)
+    command = raw.values.get("command")
+    command_spans = tuple(item.span for item in command.value) if command is not None and isinstance(command.value, list) else ()
+    return schema.build_workload(name, values, raw.span, tuple(metrics), raw.names, diags, command_spans)
 
 
 def apply_override(override: OverrideValue, base: Raw) -> Raw:

@@ -155,6 +155,22 @@ def command_list(allowed: tuple[str, ...]) -> Check:
     return check
 
 
+def metrics_preset(v: V, diags, name) -> Any:
+    """The name of an engine client's result format (specdsl.facts.bench_clients):
+    an unknown one is an error at the value, with did-you-mean."""
+    from specdsl.facts.bench_clients import preset_names
+
+    x = v.value
+    if not isinstance(x, str):
+        return _err(diags, f"`{name}` must be a string, not {type_name(x)}", v.span)
+    known = preset_names()
+    if x not in known:
+        hint = did_you_mean(x, known) or ""
+        listed = "presets: " + ", ".join(f'"{k}"' for k in known)
+        return _err(diags, f'Unknown metrics preset "{x}"', v.span, f"{hint} ({listed})" if hint else listed)
+    return x
+
+
 def _inside(item: V, offset: int, length: int) -> Span | None:
     """The span of `length` characters at `offset` of a string value, when
     its literal is on one line and has no escapes (else the whole string)."""

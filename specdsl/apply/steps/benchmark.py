@@ -17,7 +17,8 @@ from specdsl import bench, secrets, servers
 from specdsl.apply import gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
-from specdsl.apply.steps.common import completed, localize, medians_of, planned_reuse
+from specdsl.apply.steps.common import (command_stack, completed, localize, localize_command, medians_of, planned_reuse,
+                                        stack_info)
 from specdsl.bench.datasets import local_dataset
 from specdsl.hosts import Cancelled, host_key
 from specdsl.plan.model import Action
@@ -51,13 +52,17 @@ class Benchmark:
         prior = [] if walk.plan.rerun else prior_runs(ctx, exp.workload.runs)
         workload = attrs.evolve(exp.workload, runs=exp.workload.runs - len(prior)) if prior else exp.workload
         workload = attrs.evolve(workload, dataset=local_dataset(workload.dataset, walk.spec_dir))
+        workload = localize_command(workload, walk.spec_dir, host)
+        provision = walk.graph.steps[launch].deps[0]
+        stack = command_stack(stack_info(walk, provision, host, workload), exp.stack.env, server) if workload.command else None
         start = gpus.snapshot(walk, host, exp.host, launch, gpus.server_pids(walk, host, exp.host, handle))
         watch = validity.watch(ctx, server.name, handle, host)  # a server lost mid-run fails the step
         try:
             with watch:
                 if workload.command:
                     result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
-                                                        model=server.model, out_dir=folder, stop=watch.stop)
+                                                        model=server.model, out_dir=folder, stop=watch.stop,
+                                                        stack=stack)
                 else:
                     tokenizer = server.model if Path(server.model).is_dir() else None
                     adapter = servers.adapter_for(server.engine)

@@ -32,7 +32,7 @@ import attrs
 from specdsl import bench, secrets, servers
 from specdsl.apply import gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
-from specdsl.apply.steps.common import localize, medians_of_runs
+from specdsl.apply.steps.common import command_stack, localize, localize_command, medians_of_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
@@ -194,8 +194,8 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     block = block_of(workload, ctx.writer.state, exp.name)
     warnings: list[str] = []
     warned: set = set()
-    w_run = attrs.evolve(workload, runs=1, warmup=0, warmup_time=None,
-                         dataset=local_dataset(workload.dataset, walk.spec_dir))
+    w_run = localize_command(attrs.evolve(workload, runs=1, warmup=0, warmup_time=None,
+                                          dataset=local_dataset(workload.dataset, walk.spec_dir)), walk.spec_dir, host)
     w_warm = attrs.evolve(w_run, warmup=workload.warmup, warmup_time=workload.warmup_time)
 
     def shown(label: str) -> str:
@@ -316,7 +316,8 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             if w_run.command:
                 say("run 1/1: the command")
                 result = bench.run_command_workload(w_run, host=host, server_host=handle.bind, port=handle.port,
-                                                    model=arm.server.model, out_dir=sub, stop=watch.stop)
+                                                    model=arm.server.model, out_dir=sub, stop=watch.stop,
+                                                    stack=command_stack(arm.env, arm.env.env, arm.server))
             else:
                 tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
                 adapter = servers.adapter_for(arm.server.engine)
