@@ -16,9 +16,13 @@ specdsl.bench.datasets) on the same schedule. Warmup requests (`warmup` of
 them, at most `concurrency` at a time, with prompts of their own) run once
 before the first run and are not recorded. Before each run the server's
 prefix cache is reset where its engine offers a way (`ServerSide`, from the
-adapter) and its Prometheus counters are read, and again after the run
+adapter; the workload's `prefix_cache`, "reset" by default: "warm" and
+"off" ask nothing, a refused reset makes the run invalid) and its
+Prometheus counters are read, and again after the run
 (specdsl.bench.serverside); the client's own load is measured during it
-(specdsl.bench.monitor). Between runs the client waits `cooldown` seconds.
+(specdsl.bench.monitor: a run it limited is invalid), and the run watches
+(specdsl.bench.conditions) are told when it begins and ends. Between runs
+the client waits `cooldown` seconds.
 Each run's requests go to `run-N.requests.jsonl` in `out_dir` and the whole
 result, with the request settings (specdsl.bench.settings), to
 `result.json`.
@@ -41,7 +45,8 @@ from specdsl.bench.conditions import RunWatch
 from specdsl.bench.datasets import Prompt, PromptSource, Tokenizer, load_tokenizer
 from specdsl.bench.lengths import short_outputs_warning
 from specdsl.bench.steady import unsteady_warning
-from specdsl.bench.monitor import LoopMonitor, client_warnings, merge_clients, schedule_lateness_ms, worker_warnings
+from specdsl.bench.monitor import (LoopMonitor, achieved_concurrency, achieved_rate, client_limits, lag_warnings, merge_clients,
+                                   schedule_lateness_ms)
 from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
 from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_cache, run_figures
 from specdsl.bench.settings import request_settings
@@ -237,6 +242,11 @@ class _Bench:
         if offsets is not None:
             ordered = sorted(records, key=lambda r: r.i)
             client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
+            client.update(achieved_rate([r.start_s for r in records], w.rate))
+        elif measured:
+            seconds = getattr(w, "duration", None)
+            asked = w.concurrency if seconds else min(w.concurrency, n)
+            client.update(achieved_concurrency([(r.start_s, r.end_s) for r in records], asked, seconds))
         return records, duration, client
 
     async def session(self, work):
@@ -310,7 +320,7 @@ class _Bench:
                                               else f"{w.requests} requests"))
         prompts, prompt_record = self.source.prompts(w.requests, index)
         bodies = self.bodies(prompts)
-        cache = await reset_cache(session, self.base_url, self.server, runner.headers)
+        cache = await self.reset(session)
         before, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         texts: dict[int, str] = {}
         offsets = None if w.rate is None else arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
@@ -329,8 +339,10 @@ class _Bench:
             raise BenchError(f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}")
         server_metrics, server_record = run_figures(self.server, before, after)
         metrics.update(server_metrics)
-        # one process: its own figures; several: each worker's (the run is client-bound if any is)
-        warnings = client_warnings(client, metrics) if "workers" not in client else worker_warnings(client["workers"], metrics)
+        # one process: its own figures; several: each worker's (the run is client-bound if any is).
+        # Its CPU, concurrency or schedule short of the workload's: invalid; its timers late: a warning
+        bound = client_limits(client, metrics)
+        warnings = lag_warnings(client, metrics)
         short = short_outputs_warning(records, [p.output_len for p in prompts],
                                       bool(exact_len_fields(self.quirks, w.ignore_eos, 1)))
         if short:
@@ -341,7 +353,12 @@ class _Bench:
             warnings.append(unsteady)
         if status.startswith("unavailable"):  # a warning, not a failed run: the run has no server metrics
             warnings.append(f"no server metrics: {status}")
-        invalid = "; ".join(x for x in (run_invalid(metrics, w, short), *disturbed) if x)
+        if cache.startswith("not offered:"):  # the engine has a cache this server will not empty
+            warnings.append(f"prefix-cache: not emptied before the run ({cache}): it started from the cache the earlier"
+                            " runs left")
+        failed_reset = (f'prefix-cache: not emptied before the run (prefix_cache = "reset"): {cache}'
+                        if cache.startswith("failed") else "")
+        invalid = "; ".join(x for x in (run_invalid(metrics, w, short), *bound, failed_reset, *disturbed) if x)
         for warning in warnings:
             self.say(f"run {k + 1}/{w.runs}: {warning}")
         if invalid:
@@ -353,6 +370,21 @@ class _Bench:
         return RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path),
                          prompts=prompt_record, cache_reset=cache, server={"metrics": status, **server_record},
                          client=client, conditions=conditions, warnings=warnings, invalid=invalid)
+
+    async def reset(self, session) -> str:
+        """What became of the server's prefix cache before a run: emptied
+        for `prefix_cache = "reset"` (the default; a refusal while the last
+        run's requests are still let go is asked again, twice, 0.5 s apart),
+        else not asked."""
+        mode = getattr(self.w, "prefix_cache", None) or "reset"
+        if mode != "reset":
+            return f'not asked (prefix_cache = "{mode}")'
+        for attempt in range(_RESET_TRIES):
+            cache = await reset_cache(session, self.base_url, self.server, self.runner.headers)
+            if not cache.startswith("failed") or attempt == _RESET_TRIES - 1:
+                return cache
+            await self.runner.until_stopped(asyncio.sleep(_RESET_WAIT_S))
+        return cache
 
     async def watched(self, index: int, coro) -> tuple[dict, list[str]]:
         """Await `coro` (a run's requests) between the watches' begin and
@@ -380,6 +412,10 @@ class _Bench:
             out[watch.key] = record
             reasons.append(why)
         return out, reasons
+
+
+_RESET_TRIES = 3
+_RESET_WAIT_S = 0.5
 
 
 def warmup_requests(workload: Any) -> int:

@@ -24,6 +24,18 @@ DOUBLE = HERE.parent / "apply" / "nvidia_smi_double.py"
 DATA = HERE.parent / "apply" / "data"
 
 
+def wait_until(ok, seconds: float = 15.0) -> None:
+    """Until `ok()` (a loaded machine starts the double's Python slowly)."""
+    deadline = time.monotonic() + seconds
+    while not ok():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def rows_in(path: Path) -> int:
+    return len(gs.parse_samples(path.read_text(), strict=False)) if path.exists() else 0
+
+
 def install(tmp_path: Path, monkeypatch, **config) -> None:
     bin_dir = tmp_path / "smi-bin"
     bin_dir.mkdir(exist_ok=True)
@@ -83,7 +95,7 @@ def test_a_watch_samples_a_run_through_the_host(tmp_path, monkeypatch):
     assert fields == gs.FIELDS and Path(smi).name == "nvidia-smi"
     watch = GpuWatch(host, smi, fields, tmp_path, ids=(1,))
     watch.begin(3)
-    time.sleep(0.6)
+    wait_until(lambda: rows_in(tmp_path / "run-3.gpu.csv") >= 4)  # two samples of both GPUs
     sampler = watch._sampler._handle  # the nvidia-smi process, in its own group
     assert host.alive(sampler)
     record, why = watch.end(3)
@@ -101,7 +113,7 @@ def test_an_old_driver_is_asked_by_the_old_names(tmp_path, monkeypatch):
     assert fields == gs.OLD_FIELDS and "clocks_throttle_reasons.sw_power_cap" in fields
     watch = GpuWatch(LocalHost(), smi, fields, tmp_path)
     watch.begin(0)
-    time.sleep(0.3)
+    wait_until(lambda: rows_in(tmp_path / "run-0.gpu.csv") >= 1)
     record, why = watch.end(0)
     assert record["gpus"][0]["samples"] >= 1 and why == ""
 
@@ -117,6 +129,7 @@ def test_no_nvidia_smi_is_not_sampled_and_a_broken_one_says_why(tmp_path, monkey
     # a sampler that ends at once (the driver broke after the probe): the run is not judged by it
     watch = GpuWatch(LocalHost(), str(tmp_path / "smi-bin" / "nvidia-smi"), gs.FIELDS, tmp_path)
     watch.begin(0)
-    time.sleep(0.5)
+    handle = watch._sampler._handle
+    wait_until(lambda: not LocalHost().alive(handle))
     record, why = watch.end(0)
     assert record["sampled"].startswith("not sampled: nvidia-smi ended at once: Failed to initialize NVML") and why == ""
