@@ -30,6 +30,17 @@ class BenchError(Exception):
     runs: tuple = ()
 
 
+class Unsettled(BenchError):
+    """A warm-up that did not leave a steady launch by `warmup_time`
+    (specdsl.bench.steady): the launch is dropped, never measured. `reason`
+    says why; `log_lines` the compile lines the log gained during the
+    warm-up; `warmup` what it sent (as `warm_up` returns)."""
+
+    def __init__(self, reason: str, log_lines: tuple[str, ...] = (), warmup: dict | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.log_lines, self.warmup = reason, log_lines, dict(warmup or {})
+
+
 def _tuple_of_floats(values: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 

@@ -200,10 +200,15 @@ class Workload:
     # (plan/looks.block_of), 1 when nothing is calibrated
     block: int | None = attrs.field(default=None, metadata={"omit_none": True})
     warmup: int = 1
-    # seconds of warmup after every launch (batches of `concurrency`
-    # requests, after the `warmup` ones, until it has passed); None: none,
-    # and left out of the identity so that older results stay valid
+    # the most seconds a steady warm-up may take after every launch (slices
+    # of the workload until two agree within `warmup_tolerance` and the log
+    # shows no compile, docs/verdicts.md); None (and no tolerance): only the
+    # `warmup` requests, unchecked. Left out of the identity when unset so
+    # that older results stay valid
     warmup_time: float | None = attrs.field(default=None, metadata={"omit_none": True})
+    # how far apart two warm-up slices' throughputs may be and agree (a
+    # fraction); None: 1% when `warmup_time` is set
+    warmup_tolerance: float | None = attrs.field(default=None, metadata={"omit_none": True})
     # seconds a run lasts (closed loop, requests cycling through the prompts
     # of `requests`), instead of a count of requests; None: a count. Left
     # out of the identity when unset.

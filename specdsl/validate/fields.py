@@ -103,6 +103,19 @@ def failure_limit(v: V, diags, name) -> Any:
                 "failed requests a run may have and still be a measurement (docs/language.md)")
 
 
+def fraction(v: V, diags, name) -> Any:
+    """A share above 0 and below 1: `1%` or `0.01`."""
+    x = v.value
+    if isinstance(x, ast.Quantity) and x.unit == "%":
+        x = x.fraction()
+    elif isinstance(x, ast.Quantity) or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return _err(diags, f"`{name}` must be a fraction (`1%`, `0.01`), not {type_name(v.value)}", v.span)
+    if not 0 < x < 1:
+        return _err(diags, f"`{name}` must be above 0% and below 100%, not {x * 100:g}%", v.span,
+                    "how far apart two warm-up slices may be and still agree: `1%` (docs/language.md)")
+    return float(x)
+
+
 def enum(*choices: str) -> Check:
     def check(v: V, diags, name):
         x = v.value

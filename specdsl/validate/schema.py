@@ -17,7 +17,7 @@ from specdsl.facts import ENGINES
 from specdsl.model import ast, config
 from specdsl.model.placeholders import SERVER_COMMAND, WORKLOAD_COMMAND
 from specdsl.model.values import INVALID, V
-from specdsl.validate.fields import (Check, boolean, command_list, duration, enum, failure_limit, gpu_count_or_ids,
+from specdsl.validate.fields import (Check, boolean, command_list, duration, enum, failure_limit, fraction, gpu_count_or_ids,
                                      integer, metrics_preset, number, scalar_map, str_list, str_map, string)
 from specdsl.validate.slurm import check_host, slurm_settings
 
@@ -78,7 +78,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "max_runs": Field(integer(1)),
         "block": Field(integer(1)),
         "warmup": Field(integer(0)),
-        "warmup_time": Field(duration(positive=False)),
+        "warmup_time": Field(duration(positive=False), doc="the most a steady warm-up may take (docs/verdicts.md)"),
+        "warmup_tolerance": Field(fraction, doc="how far apart two warm-up slices may be and agree (default 1%)"),
         "duration": Field(duration(), doc="a run's length in time, requests cycling (instead of a count: runs of one comparison equally long)"),
         "cooldown": Field(duration(positive=False)),
         "timeout": Field(duration()),

@@ -22,6 +22,7 @@ from specdsl.apply.steps.common import (command_stack, completed, localize, loca
 from specdsl.bench.datasets import local_dataset
 from specdsl.hosts import Cancelled, host_key
 from specdsl.plan.model import Action
+from specdsl.servers import jit as server_jit
 
 
 class Benchmark:
@@ -70,7 +71,10 @@ class Benchmark:
                                                  quirks=adapter.quirks, tokenizer=tokenizer,
                                                  progress=ctx.progress, stop=watch.stop,
                                                  server=adapter.server_side(), first_run=len(prior),
-                                                 watches=run_conditions.watches(walk, host, exp.host, launch, folder))
+                                                 watches=run_conditions.watches(walk, host, exp.host, launch, folder),
+                                                 jit=server_jit.probe(handle, host))
+        except bench.Unsettled as exc:  # a launch that did not settle is dropped, never measured
+            validity.launch_dropped(ctx, exc, handle.log_path, folder)
         except (bench.BenchError, Cancelled) as exc:
             if watch.check():
                 validity.server_lost(ctx, watch, prior, getattr(exc, "runs", ()), folder, medians_of)
@@ -120,7 +124,11 @@ class Benchmark:
         metrics = paired.record(ctx, doc, effective, doc["launches"])
         validity.note_left_out(ctx, doc)  # pairs with an invalid run: no verdict reads them
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
-        return completed(ctx, f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches; candidate {summary}", str(ctx.folder))
+        dropped = sum(1 for x in doc["launches"] if x.get("dropped"))
+        line = (f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches"
+                + (f" ({dropped} dropped: did not settle)" if dropped else "") + f"; candidate {summary}"
+                + (f"; stopped: {doc['stopped']}" if doc.get("stopped") else ""))
+        return completed(ctx, line, str(ctx.folder))
 
 
 def _wants_more(walk, exp, extra: int):

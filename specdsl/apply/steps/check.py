@@ -42,6 +42,7 @@ class Check:
         verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
         raw = document_of(run, state_dir) if run is not None and run.folder else None
         verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool(raw and raw.get("pairs")))
+        verdict = validity.stopped_verdict(verdict, raw)  # launches that did not settle stopped the pairs
         with walk.mutex:
             walk.verdicts[ctx.addr] = verdict
             walk.result.verdicts.append((exp.name, verdict))

@@ -109,6 +109,7 @@ ENGINE = Engine(
     default_release="0.5.9",
     pattern_sets=(("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv"),
                   ("0.5.17", "sglang-v0.5.17-log-patterns.tsv")),
+    jit_sets=(("0.5.17", "sglang-v0.5.17-jit-patterns.tsv"),),
     # the facts its adapter reads from the log and /server_info beside the
     # table's dests
     effective_extra=("attention_backend", "decode_attention_backend", "prefill_attention_backend", "kv_cache_dtype",
