@@ -60,7 +60,9 @@ class RunResult:
     "failed: ..."; see specdsl.bench.serverside); `server` what was read from
     the server's /metrics (`metrics`: "read" or why not; `counters`: each
     counter's increase over the run; `gauges`: values after it); `client`
-    the client's own load (specdsl.bench.monitor); `warnings`, e.g.
+    the client's own load (specdsl.bench.monitor); `host` what else the
+    machine was doing during the run (specdsl.bench.hostload: `other_cores`,
+    ...; empty where it was not read); `warnings`, e.g.
     `client-bound: ...`. `invalid`: why the run is not a measurement ('':
     valid; specdsl.bench.validity): no verdict reads an invalid run.
     """
@@ -74,6 +76,7 @@ class RunResult:
     cache_reset: str = ""
     server: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     client: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
+    host: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     invalid: str = ""
 
@@ -85,7 +88,7 @@ class RunResult:
             "failures": dict(sorted(self.failures.items())),
             "records_file": self.records_file,
         }
-        for key in ("prompts", "cache_reset", "server", "client"):
+        for key in ("prompts", "cache_reset", "server", "client", "host"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.warnings:
@@ -106,6 +109,7 @@ class RunResult:
             cache_reset=d.get("cache_reset", ""),
             server=d.get("server", {}),
             client=d.get("client", {}),
+            host=d.get("host", {}),
             warnings=d.get("warnings", ()),
             invalid=d.get("invalid", ""),
         )
