@@ -63,9 +63,12 @@ class Measured:
 
 
 def client_bound_of(*docs: dict | None) -> str:
-    """The first `client-bound: ...` warning of the runs of result documents, as `run N: ...`, or ''."""
+    """The first `client-bound: ...` warning of the valid runs of result
+    documents (an invalid run is not a measurement), as `run N: ...`, or ''."""
     for doc in docs:
         for run in (doc or {}).get("runs", ()):
+            if run.get("invalid"):
+                continue
             for w in run.get("warnings", ()):
                 if str(w).startswith("client-bound:"):
                     return f"run {run.get('index', '?')}: {w}"

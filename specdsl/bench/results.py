@@ -73,7 +73,9 @@ class RunResult:
     counter's increase over the run; `gauges`: values after it); `client`
     the client's own load (specdsl.bench.monitor); `conditions` what each
     run watch saw while it lasted, by its key (`gpu`: the GPUs' clocks,
-    power and slowdowns; specdsl.bench.conditions); `warnings`, e.g.
+    power and slowdowns; specdsl.bench.conditions); `host` what else
+    the machine was doing during the run (specdsl.bench.hostload:
+    `other_cores`, ...; empty where it was not read); `warnings`, e.g.
     `client-bound: ...`. `invalid`: why the run is not a measurement ('':
     valid; specdsl.bench.validity): no verdict reads an invalid run.
     """
@@ -88,6 +90,7 @@ class RunResult:
     server: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     client: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     conditions: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
+    host: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     invalid: str = ""
 
@@ -99,7 +102,7 @@ class RunResult:
             "failures": dict(sorted(self.failures.items())),
             "records_file": self.records_file,
         }
-        for key in ("prompts", "cache_reset", "server", "client", "conditions"):
+        for key in ("prompts", "cache_reset", "server", "client", "conditions", "host"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.warnings:
@@ -121,6 +124,7 @@ class RunResult:
             server=d.get("server", {}),
             client=d.get("client", {}),
             conditions=d.get("conditions", {}),
+            host=d.get("host", {}),
             warnings=d.get("warnings", ()),
             invalid=d.get("invalid", ""),
         )

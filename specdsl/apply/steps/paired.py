@@ -34,7 +34,7 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
-from specdsl.apply import gpus, run_conditions, validity
+from specdsl.apply import bursts, gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import command_stack, localize, localize_command, medians_of_runs
 from specdsl.bench.datasets import local_dataset
@@ -92,7 +92,7 @@ class _Pairing:
 
     def to_json(self, arms: dict[str, str]) -> dict:
         complete = self.complete_pairs()
-        keep = {i for p in complete for b in p["blocks"] for i in b["runs"]}
+        keep = {i for p in complete for b in p["blocks"] for i in b["runs"] + b.get("remeasured", [])}
         runs = [r for r in self.runs if r.index in keep]
         from specdsl import __version__
 
@@ -353,14 +353,19 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                 launch_all(i, (label,), block_comps)
 
     made = [len(lead.runs)]  # runs so far, an earlier apply's included (progress)
+    tries: dict[str, int] = {}  # a run folder's name -> its measurements (specdsl.apply.bursts)
 
-    def one_run(i: int, label: str, j: int, total: int, block_comps) -> None:
+    def one_run(i: int, label: str, j: int, total: int, block_comps) -> dict:
         handle, n = up[label]
         arm = arms[label]
         letter = shown(label)
         sub = folder / f"pair-{i}-{label}-{j}"
+        tries[sub.name] = tries.get(sub.name, 0) + 1
+        if tries[sub.name] > 1:  # its round measured again (a burst): the first run's files stay
+            sub = folder / f"{sub.name}-again-{tries[sub.name] - 1}"
         say = block_progress(ctx.progress, i, letter, made[0], total, arm.name if len(comps) > 1 else None)
         began = time.monotonic()
+        load = bursts.meter()  # what else the machine did meanwhile (a burst: specdsl.apply.bursts)
         watch = validity.watch(ctx, arm.server.name, handle, host)  # its server lost mid-run fails the step
         try:
             if w_run.command:
@@ -385,12 +390,15 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         finally:
             watch.close()
         validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
+        seen = load.stop()
+        result = attrs.evolve(result, runs=tuple(attrs.evolve(r, host=seen) for r in result.runs))
         launched[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
             warnings.append(f"{ctx.addr} pair {i + 1} arm {letter} ({arm.name}): {w}")
         made[0] += len(result.runs)
         for c in readers_of(label, block_comps):
             c.done.add_runs(i, letter, result.runs, c.local[n])
+        return seen
 
     def snap_end() -> None:
         """The GPU snapshot at the end of the runs so far, beside the servers
@@ -429,8 +437,12 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             launch_all(i, order, block_comps)
             for label in order:
                 warm_steady(i, label, block_comps)
-            for label, j in arms_run_order(i, labels, block, True):
-                one_run(i, label, j, total, block_comps)
+            # round by round; a round a burst hit is measured again (specdsl.apply.bursts)
+            bursts.measure_rounds(
+                arms_run_order(i, labels, block, True), lambda label, j: one_run(i, label, j, total, block_comps),
+                lambda label, why: [bursts.drop_latest(c.done, i, shown(label), why) for c in readers_of(label, block_comps)],
+                lambda label, w: [bursts.with_warning(c.done, i, shown(label), w) for c in readers_of(label, block_comps)],
+                ctx.stop)
             snap_end()
             stop_all(block_comps)
         else:
