@@ -43,13 +43,14 @@ class ServerSide:
     """`cache_reset`: (method, path) that empties the server's prefix cache,
     None when the engine has none; `cache_reset_hint`: what to do when the
     server answers 404 there (the endpoint needs a setting). `metrics_path`:
-    the Prometheus endpoint. `counters`/`gauges`: vocabulary name (COUNTERS,
+    the Prometheus endpoint (`metrics_hint`: what serves it, when it answers 404). `counters`/`gauges`: vocabulary name (COUNTERS,
     GAUGES) -> the engine's Prometheus metric name (with or without the
     `_total` of a counter's sample)."""
 
     cache_reset: tuple[str, str] | None = None
     cache_reset_hint: str = ""
     metrics_path: str = "/metrics"
+    metrics_hint: str = ""  # the engine's switch that serves metrics_path, said when it answers 404
     counters: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=lambda v: tuple(dict(v).items()))
     gauges: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=lambda v: tuple(dict(v).items()))
 
@@ -107,7 +108,8 @@ async def read_metrics(session: aiohttp.ClientSession, base_url: str, side: Serv
     try:
         async with session.get(url, headers=_auth(headers), timeout=aiohttp.ClientTimeout(total=_TIMEOUT_S)) as resp:
             if resp.status != 200:
-                return None, f"unavailable: GET {side.metrics_path} answered http {resp.status}"
+                hint = f"; {side.metrics_hint}" if side.metrics_hint and resp.status == 404 else ""
+                return None, f"unavailable: GET {side.metrics_path} answered http {resp.status}{hint}"
             text = await resp.text(errors="replace")
     except asyncio.TimeoutError:
         return None, f"unavailable: GET {side.metrics_path} timed out after {_TIMEOUT_S:g}s"

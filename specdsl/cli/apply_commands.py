@@ -114,8 +114,8 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
         sys.stdout.flush()
     live_stale = [s for s in stale(seen) if s.condition != "not running"]
     if saved is None and (plan.has_changes or live_stale) and not args.yes:
-        if not sys.stdin.isatty():
-            error("apply changes things: confirm with --yes (stdin is not a terminal)")
+        if not sys.stdin.isatty() or getattr(args, "no_input", False):
+            error("apply changes things: confirm with --yes (-auto-approve) " + ("(-input=false: no question is asked)" if getattr(args, "no_input", False) else "(stdin is not a terminal)"))
             return EXIT_ERROR
         answer = input("\nApply this plan? Only 'yes' is accepted: ").strip()
         if answer != "yes":

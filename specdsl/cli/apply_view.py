@@ -102,8 +102,11 @@ def print_result(result, plan, stream=None, why=None) -> None:
                     console.print("      why, against its baseline (ranked):", markup=False)
                 for line in lines:
                     console.print(f"        {line}", markup=False, soft_wrap=True)
-    for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}", markup=True)
+    from specdsl.apply.repeats import said_once
+
+    for w in said_once(result.warnings):  # a message of many runs once, with its count
+        console.print("[yellow]warning:[/] ", end="")
+        console.print(w, markup=False, soft_wrap=True)
     for o in result.outcomes:
         if o.status is Status.FAILED:
             where = f" (log: {o.log})" if o.log else ""

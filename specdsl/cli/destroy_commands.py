@@ -93,8 +93,8 @@ def cmd_destroy(args) -> int:
             print(f"\nDestroy: {len(seen)} server{'s' if len(seen) != 1 else ''} to stop "
                   "(environments, runs and baselines are kept).")
             if not args.yes:
-                if not sys.stdin.isatty():
-                    error("destroy stops servers: confirm with --yes (stdin is not a terminal)")
+                if not sys.stdin.isatty() or getattr(args, "no_input", False):
+                    error("destroy stops servers: confirm with --yes (-auto-approve) " + ("(-input=false: no question is asked)" if getattr(args, "no_input", False) else "(stdin is not a terminal)"))
                     return EXIT_ERROR
                 if input("\nStop these servers? Only 'yes' is accepted: ").strip() != "yes":
                     print("Destroy cancelled.")

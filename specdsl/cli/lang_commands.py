@@ -40,8 +40,9 @@ def add_parsers(sub) -> None:
     p.set_defaults(handler=cmd_validate)
 
     p = sub.add_parser("fmt", help="rewrite spec files in the canonical layout")
-    p.add_argument("files", nargs="+", metavar="FILE|DIR",
-                   help="spec files to rewrite in place (unless --check or --diff); a folder: every .spec file under it")
+    p.add_argument("files", nargs="*", default=["."], metavar="FILE|DIR",
+                   help="spec files to rewrite in place (unless --check or --diff); a folder: every .spec file under it "
+                        "(default: the current folder; Terraform's -recursive is what a folder always means)")
     p.add_argument("--check", action="store_true", help="change nothing; exit 1 if a file is not formatted")
     p.add_argument("--diff", action="store_true", help="print the changes as a unified diff instead of writing")
     p.set_defaults(handler=cmd_fmt)

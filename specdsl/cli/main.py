@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import re
 import sys
 
@@ -22,6 +23,7 @@ EXIT_OK, EXIT_ERROR = 0, 1
 # what validate accepts. The bound on depth, not this number, is what keeps
 # the C stack safe.
 RECURSION_LIMIT = 10_000
+_UNSET = object()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -128,20 +130,39 @@ class _Redacting:
 
 
 _SINGLE_DASH = re.compile(r"^-([a-z][a-z0-9]*(?:-[a-z0-9]+)*)(=.*)?$")
+# Terraform's options that specdsl has no option for, as specdsl reads them:
+# name -> (the option it becomes, or "" for none; the note said, or "")
+_TERRAFORM_ONLY = {
+    "auto-approve": ("--yes", ""),
+    "no-color": ("--no-color", ""),
+    "input=false": ("--no-input", ""),
+    "input=true": ("", ""),
+    "lock=true": ("", ""),
+    "lock=false": ("", "-lock=false is not needed: only apply and destroy take the state lock, and they must "
+                       "(a lock left by a killed process is removed with `specdsl force-unlock ID`); going on with it"),
+    "recursive": ("", ""),  # `fmt -recursive`: a folder is always formatted recursively
+}
+# options every command takes, read before parsing (argparse never sees them)
+_GLOBAL = ("--no-color", "--no-input")
 
 
-def terraform_spellings(argv: list[str], parser: argparse.ArgumentParser) -> list[str]:
+def terraform_spellings(argv: list[str], parser: argparse.ArgumentParser, notes: list[str] | None = None) -> list[str]:
     """Terraform's single-dash long options read as ours: `-out=x.plan` is
     `--out=x.plan` (argparse would read it as `-o` with the value
     `ut=x.plan`), `-json`, `-var-file=F`, `-target=X`; `-refresh=false` is
-    `--no-refresh`. An option that is ours with one dash (`-var`) is kept;
-    everything after `--` is left alone."""
-    known = _option_strings(parser)
+    `--no-refresh`; `-auto-approve` is `--yes`, `-no-color` `--no-color`,
+    `-input=false` `--no-input`; `-lock=false` and `fmt -recursive` are
+    accepted (a note in `notes` says why `-lock=false` changes nothing). An
+    option that is ours with one dash (`-var`) is kept; everything after
+    `--` is left alone."""
+    known = _option_strings(parser) | set(_GLOBAL)
     out: list[str] = []
     for i, tok in enumerate(argv):
         if tok == "--":
             return out + argv[i:]
         m = _SINGLE_DASH.match(tok)
+        if tok in ("--auto-approve", "--recursive", "--input=false", "--input=true", "--lock=false", "--lock=true"):
+            m = _SINGLE_DASH.match(tok[1:])  # the same with two dashes
         if m is None or tok.split("=", 1)[0] in known:
             out.append(tok)
             continue
@@ -150,8 +171,62 @@ def terraform_spellings(argv: list[str], parser: argparse.ArgumentParser) -> lis
             if value.lower() == "=false":
                 out.append("--no-refresh")
             continue
+        key = name + value.lower() if value.lower() in ("=false", "=true") else name
+        if key in _TERRAFORM_ONLY and (name != "recursive" or (argv and argv[0] == "fmt")):
+            become, note = _TERRAFORM_ONLY[key]
+            if become == "--yes" and become not in _command_options(parser, argv[0] if argv else ""):
+                out.append(tok)  # left for the command's own error
+                continue
+            if become:
+                out.append(become)
+            if note and notes is not None:
+                notes.append(note)
+            continue
         out.append(f"--{name}{value}" if f"--{name}" in known else tok)
     return out
+
+
+def _globals(argv: list[str]) -> tuple[list[str], set[str]]:
+    """(argv without the global options, the global options given)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    given = {a for a in argv[:end] if a in _GLOBAL}
+    return [a for a in argv[:end] if a not in _GLOBAL] + argv[end:], given
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """`parser.parse_args`, but an option the command does not take is said
+    by that (sub)command, with its usage and the closest option it has
+    (`--targt`: did you mean `--target`?)."""
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    command = parser
+    for dest in ("command", "state_command"):
+        name = getattr(args, dest, None)
+        sub = next((a for a in command._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if name is None or sub is None or name not in sub.choices:
+            break
+        command = sub.choices[name]
+    from specdsl.diag import did_you_mean
+
+    options = {o for a in command._actions for o in a.option_strings if o.startswith("--")}
+    hints = []
+    for word in extra:
+        if word.startswith("-") and len(word) > 1:
+            hint = did_you_mean("--" + word.lstrip("-").split("=", 1)[0], options)
+            if hint:
+                hints.append(f"{word.split('=', 1)[0]}: {hint}")
+    message = f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else "")
+    command.error(message)
+    raise AssertionError("unreachable")  # error() exits
+
+
+def _command_options(parser: argparse.ArgumentParser, command: str) -> set[str]:
+    """The option strings of subcommand `command` (empty when there is none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            return _option_strings(action.choices[command])
+    return set()
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
@@ -179,10 +254,19 @@ def main(argv: list[str] | None = None) -> int:
         # (and put the thresholds back for a caller that runs in-process).
         gc.set_threshold(50_000, 20, 20)
     streams = sys.stdout, sys.stderr
+    colour = _UNSET
     sys.stdout, sys.stderr = _Redacting(sys.stdout), _Redacting(sys.stderr)
     try:
         parser = build_parser(lang_only=first in _LANG_COMMANDS, plan_only=first in _PLAN_COMMANDS)
-        args = parser.parse_args(terraform_spellings(argv, parser))
+        notes: list[str] = []
+        argv, given = _globals(terraform_spellings(argv, parser, notes))
+        args = _parse(parser, argv)
+        args.no_input = "--no-input" in given
+        if "--no-color" in given:
+            colour = os.environ.get("NO_COLOR")
+            os.environ["NO_COLOR"] = "1"  # rich, and coloured_plan, read it (https://no-color.org)
+        for note in notes:
+            print(f"specdsl: note: {note}", file=sys.stderr)
         if not getattr(args, "json", False):
             return args.handler(args)
         out, err = _Watched(sys.stdout), _Watched(sys.stderr)
@@ -197,6 +281,11 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     finally:
+        if colour is not _UNSET:  # put NO_COLOR back for a caller that runs in-process
+            if colour is None:
+                os.environ.pop("NO_COLOR", None)
+            else:
+                os.environ["NO_COLOR"] = colour
         sys.stdout, sys.stderr = streams
         gc.set_threshold(*thresholds)
         sys.setrecursionlimit(recursion)

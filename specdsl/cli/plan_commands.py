@@ -50,10 +50,12 @@ def add_parsers(sub) -> None:
     q = ssub.add_parser("list", help="one address per line")
     _add_state_location(q)
     q.add_argument("--servers", action="store_true", help="the recorded servers, and whether each runs and answers now")
+    q.add_argument("--json", action="store_true", help="the addresses as JSON: {\"resources\": [{\"addr\", \"kind\"}]}")
     q.set_defaults(handler=cmd_state_list)
     q = ssub.add_parser("show", help="one resource")
     q.add_argument("addr", metavar="ADDR", help="an address that `specdsl state list` prints")
     _add_state_location(q)
+    q.add_argument("--json", action="store_true", help="the resource as JSON (a step's content as a nested object)")
     q.set_defaults(handler=cmd_state_show)
 
     p = sub.add_parser("force-unlock", help="remove a state lock left by a process on another host")
@@ -257,7 +259,7 @@ def cmd_state_list(args) -> int:
     state_dir = _located(args, "state", "list")
     if isinstance(state_dir, int):
         return state_dir
-    return _emit(*state_commands.cmd_state_list(state_dir))
+    return _emit(*state_commands.cmd_state_list(state_dir, as_json=args.json))
 
 
 def cmd_state_show(args) -> int:
@@ -267,7 +269,7 @@ def cmd_state_show(args) -> int:
     listing = shlex.join(["specdsl", "state", "list", *_pointing(args)])
     from specdsl.model.printer import canonical_expr_text
 
-    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing, canonical_expr_text))
+    return _emit(*state_commands.cmd_state_show(state_dir, args.addr, listing, canonical_expr_text, as_json=args.json))
 
 
 def cmd_force_unlock(args) -> int:

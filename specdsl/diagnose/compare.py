@@ -10,6 +10,7 @@ number; the rank is the place in the sorted list.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import attrs
@@ -17,7 +18,7 @@ import attrs
 from specdsl.diagnose import gpus as gpu_facts
 from specdsl.diagnose.arms import Arm, arm_of_run, text
 from specdsl.diagnose.model import CATEGORIES, Diagnosis, Difference, _show
-from specdsl.facts import engine_flags
+from specdsl.facts import engine_flags, flag_table
 from specdsl.servers import adapter_for
 
 # The tiers, best first (docs/diagnose.md has the same table).
@@ -68,6 +69,10 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
 
     declared_both = base.declared & cand.declared
     volatile = frozenset(adapter.volatile) | base.volatile | cand.volatile
+    engine = cand.engine or base.engine
+    releases = (_release(adapter, base), _release(adapter, cand))
+    added = _added_flags(engine, *releases)
+    new_defaults: list[tuple[str, str]] = []
     for key in sorted(set(base.effective) | set(cand.effective)):
         b, c = _get(base.effective, key), _get(cand.effective, key)
         # what both declared is a server_args difference; the engine's version is the stack's
@@ -77,15 +82,31 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
         chosen = [a for a, v in ((base, b), (cand, c)) if v is not None and key not in a.declared]
         if not chosen:
             continue  # only what the specs asked for: the server_args difference says it
+        same = _same_fact(key, base.effective, cand.effective)
+        if same:  # the engine's internal record of a setting: the setting's line says it
+            out.append(Difference("effective", key, b, c, silent_default=True, why=_silent_why(chosen), tier=T_DEFAULT,
+                                  hidden=f"said by effective.{same}"))
+            continue
+        if b is None and key in added and key not in cand.declared and _at_default(c, added[key]):
+            new_defaults.append((key, c))  # a flag the release added, at its default: one line for all of them
+            continue
         silent = True
         if key in impact:
             tier, why = T_IMPACT_DEFAULT, f"{impact[key]}; {_silent_why(chosen)}"
         else:
             tier, why = T_DEFAULT, _silent_why(chosen)
         quote = next((a.sources.get(key, "") for a in reversed(chosen) if a.sources.get(key)), "")
+        quote = fragment(quote, key)
         out.append(Difference("effective", key, b, c, silent_default=silent, why=why, tier=tier, quote=quote,
                               hidden=NOISE if key in volatile else ""))
 
+    if new_defaults:
+        n = len(new_defaults)
+        out.append(Difference(
+            "effective", f"{engine} {releases[1]} adds {n} flag{'s' if n != 1 else ''}, {'all ' if n > 1 else ''}at "
+            f"{'their defaults' if n > 1 else 'its default'}", None, f"{n} flags", silent_default=True, tier=T_DEFAULT,
+            why=f"not in {releases[0]}'s flag table; each value is {releases[1]}'s default (specdsl/facts)",
+            members=new_defaults))
     defaulted = {d.key for d in out if d.silent_default}
     for key in sorted(set(base.args) | set(cand.args)):
         b, c = base.args.get(key), cand.args.get(key)
@@ -180,6 +201,88 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
     metrics = tuple((n, base.metrics.get(n), cand.metrics.get(n)) for n in names)
     return Diagnosis(base.label, cand.label, shown, notes=base.notes + cand.notes + tuple(notes), runs=(base.run_id, cand.run_id),
                      metrics=metrics, hidden=hidden, metrics_are=_metrics_are(base, cand))
+
+
+QUOTE_MAX = 200  # a log quote longer than this is cut to the fragment that says the fact
+
+
+def fragment(quote: str, key: str) -> str:
+    """The part of a log message that says `key`'s value: in a dump such
+    as `server_args=ServerArgs(model_path='m', ..., key=value, ...)` the
+    `key=value` item (brackets and quotes kept whole); a message without it
+    and longer than QUOTE_MAX, its start, marked as cut. Never over
+    QUOTE_MAX characters."""
+    name = key.rsplit(".", 1)[-1]
+    found = re.search(rf"(?<![\w.]){re.escape(name)}=", quote)
+    if found is None:
+        return quote if len(quote) <= QUOTE_MAX else quote[:QUOTE_MAX - 1] + "…"
+    end, depth, inside = found.end(), 0, ""
+    while end < len(quote):
+        ch = quote[end]
+        if inside:
+            inside = "" if ch == inside else inside
+        elif ch in "'\"":
+            inside = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif ch == "," and depth == 0:
+            break
+        end += 1
+    item = quote[found.start():end].strip()
+    if item == quote.strip():
+        return item if len(item) <= QUOTE_MAX else item[:QUOTE_MAX - 1] + "…"
+    item = item if len(item) <= QUOTE_MAX - 4 else item[:QUOTE_MAX - 5] + "…"
+    return f"…{item}…" if len(quote) > len(item) else item
+
+
+def _same_fact(key: str, base: dict, cand: dict) -> str:
+    """The effective key that `key` (`internal_states.X`, SGLang's record of
+    setting `X` per data-parallel rank) says again, with the same values on
+    both sides; "" when it is a fact of its own."""
+    m = re.fullmatch(r"internal_states(?:\[\d+\])?\.(.+)", key)
+    if m is None or m[1] not in set(base) | set(cand):
+        return ""
+    same = all(_get(side, m[1]) == _get(side, key) for side in (base, cand))
+    return m[1] if same else ""
+
+
+def _release(adapter, arm: Arm) -> str | None:
+    version = _get(arm.effective, "version")
+    if version and version != "null":
+        return version
+    return adapter.distribution(_Packages(arm.packages))[1]
+
+
+def _added_flags(engine: str, old: str | None, new: str | None) -> dict[str, str | None]:
+    """dest -> default, as text, of the flags in `new`'s flag table that
+    `old`'s has not (empty when the tables are one, or unknown)."""
+    if not old or not new:
+        return {}
+    try:
+        old_table, new_table = flag_table(engine, old), flag_table(engine, new)
+    except (KeyError, ValueError):
+        return {}
+    if old_table is None or new_table is None or old_table.release == new_table.release:
+        return {}
+    before = {info.dest for info in engine_flags(engine, old_table.release).values()}
+    return {info.dest: info.default for info in engine_flags(engine, new_table.release).values() if info.dest not in before}
+
+
+def _at_default(value: str | None, default: str | None) -> bool:
+    """Whether the reported `value` is the flag table's `default` (argparse's
+    text: `False`, `0`, `[]`, `auto`)."""
+    if value is None or default is None:
+        return False
+    if value.lower() == default.lower() or value.strip("'\"") == default.strip("'\""):
+        return True
+    try:
+        return float(value) == float(default)
+    except ValueError:
+        return False
 
 
 def _with_rank(d: Difference, rank: int) -> Difference:

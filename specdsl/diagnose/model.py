@@ -28,8 +28,10 @@ class Difference:
     `bisectable` that an experiment can change it alone (bisect's input);
     `seen` for a log fact, the launches whose log says it ("4 of 4
     launches: 1, 3, 5, 7"); `quote` the server log's own words behind a
-    value; `hidden` why it is left out of the list unless asked for
-    (`--all`): noise, or said by another line."""
+    value (cut to the fragment that says it); `hidden` why it is left out
+    of the list unless asked for (`--all`): noise, or said by another line;
+    `members` the (key, value) pairs one line stands for (the flags a
+    release added, each at its default: one fact, said once)."""
 
     category: str = attrs.field(validator=attrs.validators.in_(CATEGORIES))
     key: str
@@ -43,6 +45,7 @@ class Difference:
     seen: str = ""
     quote: str = ""
     hidden: str = ""
+    members: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=tuple)
 
     @property
     def label(self) -> str:
@@ -58,6 +61,8 @@ class Difference:
             where = "candidate only" if self.baseline is None else "baseline only"
             where += f", {self.seen}" if self.seen else ""
             return f"log ({where}): {self.key}" + (f"  ({self.why})" if self.why else "")
+        if self.members:  # "sglang 0.5.9 adds 6 flags, all at their defaults: a=false, ..."
+            return f"{self.key}: {', '.join(f'{k}={v}' for k, v in self.members)}" + (f"  ({self.why})" if self.why else "")
         mark = "  [server default]" if self.silent_default else ""
         quote = f'  log: "{self.quote}"' if self.quote else ""
         return f"{self.label}: {self.change()}{mark}{quote}" + (f"  ({self.why})" if self.why else "")
@@ -65,7 +70,8 @@ class Difference:
     def to_json(self) -> dict[str, Any]:
         return {"category": self.category, "key": self.key, "baseline": self.baseline, "candidate": self.candidate,
                 "silent_default": self.silent_default, "why": self.why, "rank": self.rank, "tier": self.tier,
-                "bisectable": self.bisectable, "seen": self.seen, "quote": self.quote, "hidden": self.hidden}
+                "bisectable": self.bisectable, "seen": self.seen, "quote": self.quote, "hidden": self.hidden,
+                "members": [{"key": k, "value": v} for k, v in self.members]}
 
 
 def _show(value: str | None) -> str:

@@ -99,13 +99,15 @@ class Adapter:
     cache_reset = property(lambda self: self.facts.cache_reset)
     cache_reset_hint = property(lambda self: self.facts.cache_reset_hint)
     metrics_path = property(lambda self: self.facts.metrics_path)
+    metrics_hint = property(lambda self: self.facts.metrics_hint)
     counters = property(lambda self: self.facts.counters)
     gauges = property(lambda self: self.facts.gauges)
 
     def server_side(self) -> ServerSide:
         """What the load generator may ask this engine's server beside its API."""
         return ServerSide(cache_reset=self.cache_reset, cache_reset_hint=self.cache_reset_hint,
-                          metrics_path=self.metrics_path, counters=self.counters, gauges=self.gauges)
+                          metrics_path=self.metrics_path, metrics_hint=self.metrics_hint, counters=self.counters,
+                          gauges=self.gauges)
 
     def argv(self, server: Server, env: EnvInfo, bind: str, port: int, host=None) -> list[str]:
         """The full argv that starts `server` from `env`, listening on

@@ -99,11 +99,15 @@ def _resources(state: State) -> dict[str, tuple[str, Any]]:
     return out
 
 
-def state_list(state: State | None) -> str:
-    """One address per line: environments, servers, runs, baselines, steps."""
-    if state is None:
-        return ""
-    return "".join(addr + "\n" for addr in _resources(state))
+def state_list(state: State | None, *, as_json: bool = False) -> str:
+    """One address per line: environments, servers, runs, baselines, steps;
+    `as_json`: `{"format_version": 1, "resources": [{"addr", "kind"}]}` in
+    the same order (a step's kind is its step kind: `launch`, `check`)."""
+    resources = _resources(state) if state is not None else {}
+    if as_json:
+        rows = [{"addr": addr, "kind": record.kind if kind == "step" else kind} for addr, (kind, record) in resources.items()]
+        return json.dumps({"format_version": 1, "resources": rows}, indent=1) + "\n"
+    return "".join(addr + "\n" for addr in resources)
 
 
 # the fields of records that hold a path into the state folder
@@ -111,8 +115,9 @@ _PATH_FIELDS = {"run": ("folder",), "server": ("log",)}
 
 
 def state_show(state: State | None, addr: str, *, state_dir: Path | None = None, cwd: Path | None = None,
-               listing: str = "specdsl state list", expr_text=None) -> str:
-    """A readable TOML dump of the resource at `addr`. Given the `state_dir`
+               listing: str = "specdsl state list", expr_text=None, as_json: bool = False) -> str:
+    """A readable TOML dump of the resource at `addr` (`as_json`: JSON); a
+    step's content is a nested table, not the JSON text state keeps it as. Given the `state_dir`
     the state was read from, the paths it records (a run's folder, a
     server's log) are shown as paths to open from `cwd` (default: the
     current directory): relative to it when below it, else absolute.
@@ -142,12 +147,29 @@ def state_show(state: State | None, addr: str, *, state_dir: Path | None = None,
         doc["promotions"] = [encode_record(p) for p in state.promotions_of(record.track)]
     if kind == "step" and record.kind == "check":
         doc = _check_doc(state, record, doc, expr_text)
+    elif kind == "step" and isinstance(doc.get("content"), str):
+        content = record.content_dict()
+        if isinstance(content, dict):
+            doc["content"] = content
     # What apply records is redacted already; a state written before it was
     # (or edited by hand) is redacted here: values under secret names,
     # sensitive flags of an argv, URL passwords, digests of secrets.
     doc = secrets.redact_tree(doc)
-    lines.append(tomli_w.dumps(doc).rstrip("\n"))
+    if as_json:
+        return json.dumps({"addr": addr, "kind": kind, **doc}, indent=1, sort_keys=True, default=str) + "\n"
+    lines.append(tomli_w.dumps(_tomlable(doc)).rstrip("\n"))
     return "\n".join(lines) + "\n"
+
+
+def _tomlable(value):
+    """`value` as TOML can write it: None (TOML has no null) left out of a
+    table and written `"(none)"` in a list, where leaving it out would move
+    the rest."""
+    if isinstance(value, dict):
+        return {str(k): _tomlable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [("(none)" if v is None else _tomlable(v)) for v in value]
+    return value
 
 
 def run_address(addr: str, resources) -> str:
@@ -237,7 +259,7 @@ def _no_state(state_dir: Path) -> tuple[int, str]:
     return _error(err)
 
 
-def cmd_state_list(state_dir: Path) -> tuple[int, str]:
+def cmd_state_list(state_dir: Path, *, as_json: bool = False) -> tuple[int, str]:
     """`specdsl state list` of the state in `state_dir` (1 when there is none)."""
     try:
         state = load_state(state_dir)
@@ -245,17 +267,18 @@ def cmd_state_list(state_dir: Path) -> tuple[int, str]:
         return _error(err)
     if state is None:
         return _no_state(state_dir)
-    return 0, state_list(state)
+    return 0, state_list(state, as_json=as_json)
 
 
-def cmd_state_show(state_dir: Path, addr: str, listing: str = "specdsl state list", expr_text=None) -> tuple[int, str]:
+def cmd_state_show(state_dir: Path, addr: str, listing: str = "specdsl state list", expr_text=None,
+                   as_json: bool = False) -> tuple[int, str]:
     """`specdsl state show ADDR` of the state in `state_dir` (1 when there is
     none), its paths shown from the current directory."""
     try:
         state = load_state(state_dir)
         if state is None:
             return _no_state(state_dir)
-        return 0, state_show(state, addr, state_dir=state_dir, listing=listing, expr_text=expr_text)
+        return 0, state_show(state, addr, state_dir=state_dir, listing=listing, expr_text=expr_text, as_json=as_json)
     except StateError as err:
         return _error(err)
     except UnknownAddress as err:

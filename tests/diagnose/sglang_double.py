@@ -10,7 +10,10 @@ SGLang reports them, and `internal_states` as 0.5.9 nests them: a list of
 one object per data-parallel rank) and `/speed` (100 tok/s with
 flashinfer, 85 with triton, seeded noise of 1%). As SGLang does, each
 launch logs with the clock's time and draws its own NCCL port and random
-seed: what differs between two launches of one configuration.
+seed: what differs between two launches of one configuration. 0.5.9
+prints six flags that release added, at their defaults, in its
+`server_args=` dump, its `/server_info` and each rank's `internal_states`
+(as a real 0.5.9 does, with dozens).
 """
 
 import json
@@ -42,8 +45,13 @@ with open(_COUNT, "a") as f:
 RNG = random.Random((7 if OLD else 9) + 1009 * _LAUNCH)
 DRAWN = random.SystemRandom()  # a launch's own: differs between any two launches, as SGLang's
 NCCL_PORT, SEED = DRAWN.randrange(20000, 60000), DRAWN.randrange(1, 2**30)
+# flags 0.5.9 added (in its flag table, not in 0.5.6's), at their defaults:
+# its server_args= dump and /server_info (and each rank's internal_states) say them
+ADDED = {} if OLD else {"disable_flashinfer_autotune": False, "enable_dynamic_chunking": False,
+                        "fp8_gemm_runner_backend": "auto", "enable_fused_qk_norm_rope": False, "mamba_backend": "triton",
+                        "pp_async_batch_depth": 0}
 ARGS = (f"model_path='m', tp_size=1, attention_backend={ASKED!r}, kv_cache_dtype='auto', port={PORT}, "
-        f"nccl_port={NCCL_PORT}, random_seed={SEED}")
+        f"nccl_port={NCCL_PORT}, random_seed={SEED}" + "".join(f", {k}={v!r}" for k, v in ADDED.items()))
 
 
 def log(line: str) -> None:
@@ -67,7 +75,7 @@ log("Using KV cache dtype: torch.bfloat16")
 INFO = {"attention_backend": ASKED, "kv_cache_dtype": "auto", "version": VERSION, "tp_size": 1, "port": PORT,
         "nccl_port": NCCL_PORT, "random_seed": SEED,
         "internal_states": [{"avg_spec_accept_length": 2.71, "memory_usage": {"weight": 1.52, "kvcache": 60.2},
-                             "last_gen_throughput": round(DRAWN.uniform(80, 100), 2)}]}
+                             "last_gen_throughput": round(DRAWN.uniform(80, 100), 2), **ADDED}], **ADDED}
 
 
 class Handler(BaseHTTPRequestHandler):

@@ -155,7 +155,8 @@ def test_upgrade_fails_and_says_the_server_chose_triton(story, capsys):
     assert main(["diagnose", "upgrade"]) == 0
     text = capsys.readouterr().out
     numbered = [l.strip() for l in text.splitlines() if re.match(r"\s+\d+\. ", l)]
-    assert len(numbered) == 9, text  # the story's four facts, its environment and the other resolved versions
+    # the story's four facts, its environment, the other resolved versions and, in one line, the flags 0.5.9 added
+    assert len(numbered) == 10, text
     expected = [
         '1. effective.attention_backend: flashinfer -> triton  [server default]  '
         'log: "Attention backend not specified. Use triton backend by default."',
@@ -167,23 +168,30 @@ def test_upgrade_fails_and_says_the_server_chose_triton(story, capsys):
         "7. stack.resolved.torch: 2.8.0+cu128 -> 2.9.1+cu130",
         "8. stack.resolved.torch.cuda: 12.8 -> 13.0",
         "9. stack.resolved.torch.nccl: 2.26.2 -> 2.27.7",
+        "10. sglang 0.5.9 adds 6 flags, all at their defaults: disable_flashinfer_autotune=false, enable_dynamic_chunking=false, "
+        "enable_fused_qk_norm_rope=false, fp8_gemm_runner_backend=auto, mamba_backend=triton, pp_async_batch_depth=0",
     ]
     for line, start in zip(numbered, expected):
         assert line.startswith(start), (line, start)
     assert "DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0" in numbered[1]
+    # each fact once (an engine's internal_states record of a flag is the flag), no quote over 200 characters
+    assert not any("internal_states.enable_dynamic_chunking" in l or "internal_states.mamba_backend" in l for l in numbered)
+    assert all(len(q) <= 200 for q in re.findall(r'log: "([^"]*)"', text))
+    assert "server_args=ServerArgs(" not in text
     # each arm's figures say what they are: the median of that arm's runs of this paired run
     assert f"(each figure: baseline: median of the arm's runs (arm A: 3 runs of paired benchmark run {run.id}); " \
            f"candidate: median of the arm's runs (arm B: 3 runs of paired benchmark run {run.id}))" in text
     # noise (ports, seeds, a runtime gauge: each launch its own) and what another line says, counted, not listed
     hidden = next(l for l in text.splitlines() if l.startswith("Hidden:"))
     assert hidden == ("Hidden: 4 that differ between launches of one configuration (effective.internal_states.last_gen_throughput, "
-                      "effective.nccl_port, effective.port, effective.random_seed); 6 said by another line (--all shows them)")
+                      "effective.nccl_port, effective.port, effective.random_seed); 12 said by another line (--all shows them)")
     assert "internal_states:" not in text and "{" not in "".join(numbered)  # compared field by field, never as a blob
     assert main(["diagnose", "upgrade", "story.spec"]) == 0
     with_spec = capsys.readouterr().out
     assert [l.strip() for l in with_spec.splitlines() if re.match(r"\s+\d+\. ", l)] == numbered
     assert main(["diagnose", "upgrade", "story.spec", "--all"]) == 0
-    every = capsys.readouterr().out.split("Hidden (10):\n")[1]
+    every = capsys.readouterr().out.split("Hidden (16):\n")[1]
+    assert "  - effective.internal_states.mamba_backend: (unset) -> triton" in every and "[said by effective.mamba_backend]" in every
     assert "  - effective.random_seed: " in every and "[noise: differs between launches of one configuration]" in every
     assert "  - stack.packages.sglang: sglang==0.5.6 -> sglang==0.5.9" in every and "[said by stack.resolved.sglang]" in every
 

@@ -53,7 +53,8 @@ class Engine:
     the (method, path) that empties its prefix cache (None: none), with
     `cache_reset_hint` for a server that answers 404 there; `counters` and
     `gauges` map the client's vocabulary of server-side quantities to its
-    Prometheus metrics at `metrics_path`."""
+    Prometheus metrics at `metrics_path`, with `metrics_hint` (the switch
+    that serves them) for a server that answers 404 there."""
 
     name: str
     label: str
@@ -76,6 +77,7 @@ class Engine:
     cache_reset: tuple[str, str] | None = None
     cache_reset_hint: str = ""
     metrics_path: str = "/metrics"
+    metrics_hint: str = ""
     counters: dict[str, str] = attrs.Factory(dict)
     gauges: dict[str, str] = attrs.Factory(dict)
 

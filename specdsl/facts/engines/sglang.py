@@ -126,6 +126,8 @@ ENGINE = Engine(
     default_backend=DEFAULT_BACKEND,
     kv_lists=KV_LISTS,
     cache_reset=CACHE_RESET,
+    # sglang/srt/entrypoints/http_server.py adds /metrics only when enable_metrics
+    metrics_hint="SGLang serves /metrics only with `--enable-metrics` (args = { enable-metrics = true })",
     impact_packages=IMPACT_PACKAGES,
     impact=IMPACT,
     volatile=VOLATILE,
