@@ -217,8 +217,10 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     warnings: list[str] = []
     warned: set = set()
     probes: dict[str, object] = {}  # label -> the compile lines its server's log gains (servers.jit)
-    w_run = localize_command(attrs.evolve(workload, runs=1, warmup=0, warmup_time=None,
-                                          dataset=local_dataset(workload.dataset, walk.spec_dir)), walk.spec_dir, host)
+    # a run of one arm: no warm-up of its own (a tolerance alone would make each run's warm-up steady)
+    w_run = localize_command(attrs.evolve(workload, runs=1, warmup=0, warmup_time=None, warmup_tolerance=None,
+                                          dataset=local_dataset(workload.dataset, walk.spec_dir)),
+                             walk.spec_dir, host)
     w_warm = attrs.evolve(w_run, warmup=workload.warmup, warmup_time=workload.warmup_time,
                           warmup_tolerance=workload.warmup_tolerance)
 
