@@ -235,6 +235,11 @@ class Workload:
     # benchmark's identity (it says how runs are read, not what is measured).
     max_failed: int | None = attrs.field(default=None, metadata={"omit_none": True})
     max_failed_fraction: float | None = attrs.field(default=None, metadata={"omit_none": True})
+    # Whether prefix-cache hits are part of what is measured: "reset" (the
+    # client empties the cache before each run; None means it, and is left
+    # out of the identity), "off" (the engine's flag disables the cache),
+    # "warm" (left as the earlier runs leave it). See model.prefix_cache.
+    prefix_cache: str | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

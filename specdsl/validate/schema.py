@@ -91,6 +91,9 @@ SCHEMAS: dict[str, dict[str, Field]] = {
                                              "\"sglang-bench-serving\" (docs/language.md)"),
         "client_processes": Field(integer(1), doc="worker processes the built-in client spreads the streams over (default 1)"),
         "max_failed": Field(failure_limit, doc="failed requests a valid run may have: a count or a fraction (default 0)"),
+        "prefix_cache": Field(enum("reset", "off", "warm"),
+                              doc="prefix-cache hits in the runs: emptied before each (reset, the default), "
+                                  "the cache turned off, or left warm"),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }

@@ -137,7 +137,7 @@ def _wants_more(walk, exp, extra: int):
     """decide_more(doc) of a paired comparison of `exp`: whether, after the
     pairs of `doc`, another pair is needed: before its next look (or the
     first that can decide), or while a gating assertion is undecided."""
-    from specdsl.apply import judge
+    from specdsl.apply import cache_hits, judge
     from specdsl.plan.looks import schedule_for
 
     env = judge_env(walk, exp)
@@ -146,6 +146,7 @@ def _wants_more(walk, exp, extra: int):
         base, cand, pairs = judge.blocks_of(doc, doc.get("effective", {}).get("B", {}))
         looks = doc.get("looks") or {}
         verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
+                                                              cache_mismatch=cache_hits.mismatch(doc),
                                                               looks=looks, extra=extra), env, adaptive=True)
         look = schedule_for(exp.workload, looks, extra)
         if look is not None and len(pairs) not in look.looks():

@@ -95,7 +95,10 @@ COUNTERS = {
     "generation_tokens": "sglang:generation_tokens",
     "cached_prompt_tokens": "sglang:cached_tokens",
 }
-GAUGES = {"spec_accept_length": "sglang:spec_accept_length", "spec_accept_rate": "sglang:spec_accept_rate"}
+# the scheduler's running prefix-cache hit rate (metrics/collector.py): the
+# hit rate of a run where the counters are not there (the counters win)
+GAUGES = {"spec_accept_length": "sglang:spec_accept_length", "spec_accept_rate": "sglang:spec_accept_rate",
+          "prefix_cache_hit_rate": "sglang:cache_hit_rate"}
 
 
 ENGINE = Engine(
