@@ -92,3 +92,11 @@ def medians_of(runs) -> dict[str, float]:
 def medians_of_runs(runs: list[dict]) -> dict[str, float]:
     """Each scalar metric's median across runs (given as result.json runs)."""
     return medians_of(RunResult.from_json(r) for r in runs)
+
+
+def cache_facts(handle) -> dict:
+    """What a launch records of its JIT cache (servers.caches): the folder's
+    key, and whether it was cold; a plan reads which stacks have one."""
+    if not handle.jit_cache:
+        return {}
+    return {"jit_cache": handle.jit_cache, "jit_cache_cold": bool(handle.cache_cold)}

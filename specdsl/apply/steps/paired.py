@@ -7,10 +7,11 @@ verdict reads. A launch whose steady warm-up did not settle
 (specdsl.bench.steady) is dropped, never measured, and a fresh one of its
 arm replaces it, at most MAX_REPLACED times a pair; then the comparison
 stops with the pairs it has, and its undecided verdicts are INCONCLUSIVE
-with the reason (`stopped` in the result; specdsl.apply.validity). After the first `workload.runs` pairs, while a gating
-assertion of the experiment is undecided and the budget (`max_runs` pairs)
-allows, more pairs are added at the looks of the verdicts' schedule
-(repeated looks are accounted for there, see docs/verdicts.md).
+with the reason (`stopped` in the result; specdsl.apply.validity). After
+the first `workload.runs` pairs, while a gating assertion of the
+experiment is undecided and the budget (`max_runs` pairs) allows, more
+pairs are added at the looks of the verdicts' schedule (repeated looks are
+accounted for there, see docs/verdicts.md).
 
 The result (`result.json`) holds every run, in the order it ran, with
 `pairs`: for each pair its index, its arms' run indexes, and the launch
@@ -36,7 +37,7 @@ import attrs
 from specdsl import bench, secrets, servers
 from specdsl.apply import bursts, gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
-from specdsl.apply.steps.common import command_stack, localize, localize_command, medians_of_runs
+from specdsl.apply.steps.common import cache_facts, command_stack, localize, localize_command, medians_of_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
@@ -247,7 +248,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             up[label] = (handle, n)
             walk.result.launches += 1
             launched[n].update({"argv": list(handle.argv), "log": str(folder / sub.name / "server.log"),
-                                "launch_s": round(time.monotonic() - began, 3)})
+                                "launch_s": round(time.monotonic() - began, 3)} | cache_facts(handle))
             if side_by_side and any(gpu_of.values()):  # each arm on its own GPUs
                 launched[n][gpus.VISIBLE] = ",".join(map(str, gpu_of[label]))
             else:
