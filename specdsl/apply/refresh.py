@@ -41,8 +41,10 @@ class Unreachable(Exception):
     one's description to why (`host gpu8 (bench@gpu8): connecting: unknown
     host ...`)."""
 
-    def __init__(self, causes: list[str]) -> None:
+    def __init__(self, causes: list[str], hosts: list[str] | None = None, fresh: Refresh | None = None) -> None:
         self.causes = causes
+        self.hosts = hosts or []  # the host key of each cause
+        self.fresh = fresh  # what the other hosts said (the unreachable ones' records trusted, their caches missing)
         super().__init__("; ".join(causes))
 
 
@@ -103,9 +105,9 @@ def refresh(state, registry: HostRegistry | None = None, names: dict[str, Any] |
         fresh, unreachable = _refresh(state, registry, names or {}, wanted)
         if strict:
             declared = {host_key_of(d) for d in [*(names or {}).values(), *(wanted or {}).values()] if d is not None}
-            causes = [cause for key, cause in sorted(unreachable.items()) if key in declared]
-            if causes:
-                raise Unreachable(causes)
+            keys = [key for key in sorted(unreachable) if key in declared]
+            if keys:
+                raise Unreachable([unreachable[k] for k in keys], keys, fresh)
         return fresh
     finally:
         if own_registry:

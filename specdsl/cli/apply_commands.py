@@ -30,7 +30,7 @@ from specdsl.cli.console_walk import walk_with_console
 from specdsl.cli.plan_commands import add_common, planned_for
 from specdsl.cli.views import coloured_plan
 from specdsl.operations import Session
-from specdsl.operations.plan import plan_saved
+from specdsl.operations.plan import REFRESH_HINT, plan_saved
 from specdsl.plan.planfile import PlanFileError, read_plan
 from specdsl.plan.render import render_text
 from specdsl.plan.slurm import render_jobs
@@ -102,6 +102,11 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
         planned = planned_for(args, loaded, state, state_dir, no_refresh=args.no_refresh, session=session)
     if not planned.ok:
         say_problems(planned.problems)
+        return EXIT_ERROR
+    if planned.refresh_errors:  # plan may stand without the host; apply needs it
+        for e in planned.refresh_errors:
+            error(f"cannot refresh: {e['detail']}")
+        print(REFRESH_HINT, file=sys.stderr)
         return EXIT_ERROR
     graph, plan = planned.graph, planned.plan
     from specdsl.apply.orphans import stale

@@ -122,6 +122,10 @@ def _spec_plan(args, session):
     if not planned.ok:
         say_problems(planned.problems)
         return EXIT_ERROR
+    for e in planned.refresh_errors:  # nothing recorded there: the plan stands, saying so
+        print(f"specdsl: warning: cannot refresh: {e['detail']}: nothing is recorded there, so its environments are "
+              "planned as new; apply must reach it (or plan offline with --no-refresh)", file=sys.stderr)
+    args.refresh_errors = planned.refresh_errors
     return planned.graph, planned.plan, state
 
 
@@ -161,6 +165,8 @@ def _plan(args, session) -> int:
             return EXIT_ERROR
     if args.json:
         doc = json.loads(render_json(plan))
+        doc["valid"] = True  # the spec is; a host refresh could not reach is a refresh error, not the spec's
+        doc["refresh_errors"] = list(getattr(args, "refresh_errors", ()))
         doc["stale_servers"] = [s.as_json() for s in stale]
         if copies:  # only for a plan with a host reached through a login node
             doc["login_node_files"] = [c.as_json() for c in copies]

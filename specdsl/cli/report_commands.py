@@ -1,4 +1,4 @@
-"""`specdsl report NAME [FILE] [--state DIR] -o OUT.html`: one
+"""`specdsl report NAME [FILE] [--state DIR] [-o OUT.html]` (default `NAME.html`): one
 self-contained HTML page of what state recorded about an experiment, a
 matrix experiment's cells or a track (docs/report.md).
 
@@ -32,7 +32,7 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("report", help="one self-contained HTML page of an experiment, a sweep or a track")
     p.add_argument("name", metavar="NAME", help="an experiment, a matrix experiment or a track (experiment.NAME, track.NAME)")
     p.add_argument("file", metavar="FILE", nargs="?", help="the spec whose state to read: the .specdsl folder beside it")
-    p.add_argument("-o", "--output", metavar="OUT", required=True, help="the HTML file to write")
+    p.add_argument("-o", "--output", metavar="OUT", help="the HTML file to write (default: NAME.html in the current folder)")
     p.add_argument("--state", metavar="DIR", help="state folder (default: .specdsl beside FILE; without FILE, ./.specdsl)")
     add_var_args(p)
     p.set_defaults(handler=cmd_report)
@@ -71,7 +71,7 @@ def cmd_report(args) -> int:
     about = f"state {where} (serial {state.serial}, lineage {state.lineage})"
     source = _source(args, cfg, view.name) if cfg is not None else None
     text = render(view, about, state, state_dir, cfg, source)
-    out = Path(args.output)
+    out = Path(args.output) if args.output else default_output(args.name)
     try:
         private.write_text(out, text)
     except OSError as exc:
@@ -84,6 +84,14 @@ def cmd_report(args) -> int:
         print(f"note: {len(failures)} failed step{'s' if len(failures) != 1 else ''} recorded; the page shows what failed and why",
               file=sys.stderr)
     return EXIT_OK
+
+
+def default_output(name: str) -> Path:
+    """`NAME.html` in the current folder, the name's odd characters as `_`
+    (`grid[c=4]` -> `grid_c_4_.html`)."""
+    import re
+
+    return Path(re.sub(r"[^\w.-]+", "_", name) + ".html")
 
 
 def _source(args, cfg, name: str) -> dict:

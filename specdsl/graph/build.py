@@ -328,11 +328,38 @@ def tracks(work: _Work) -> None:
         ref = exp.baseline
         if ref is None or ref.kind != "track" or ref.mode != "paired":
             continue
-        arm = arm_for(exp, work.locks.get(ref.name), work.graph.diags)
+        lock = work.locks.get(ref.name)
+        arm = arm_for(exp, lock, work.graph.diags)
+        if arm is None and (lock is None or (lock.doc is None and not lock.error)):
+            _promotion_without_lock(work, exp)
         if arm is not None:
             if exp.host.ssh is not None:  # one arm per machine
                 arm = attrs.evolve(arm, name=f"{arm.name}@{exp.host.ssh}", group=f"{arm.name}@{exp.host.ssh}")
             work.arms[exp.name] = arm
+
+
+def _promotion_without_lock(work: _Work, exp: config.Experiment) -> None:
+    """An error at `exp` when it promotes to a track with no stack lock
+    that it also compares with, and nothing else in the spec promotes to
+    that track: its checks that read the baseline can only be ERROR, so
+    the promotion could never happen (and the lock never be written)."""
+    from specdsl.graph.track_arm import LOCK_DIR
+    from specdsl.model.assert_shape import reads_baseline
+
+    track = exp.baseline.name
+    reading = [a.name for a in exp.asserts if reads_baseline(a.expr)]
+    if not exp.promote or not reading:
+        return
+    if any(e.promote == track and e.name != exp.name for e in work.cfg.experiments):
+        return  # another experiment can write the lock first (a track's first promotion)
+    names = ", ".join(f"`{n}`" for n in reading)
+    work.graph.diags.append(Diagnostic.error(
+        f"Experiment `{exp.name}` can never be promoted: track `{track}` has no stack lock to compare with",
+        exp.span,
+        f"{LOCK_DIR}/{track}.lock.toml is missing (the track was never promoted, or the file was removed), so {names} "
+        f"can only be ERROR and `promote = \"{exp.promote}\"` never happen; give the track its first baseline with "
+        f"an experiment whose assertions do not read `baseline` (e.g. `assert \"fast\" {{ output_throughput >= 1000 }}` "
+        f"and `promote = \"{track}\"`), or compare with recorded numbers: `baseline_mode = \"recorded\"`"))
 
 
 def arm_only(work: _Work) -> None:

@@ -50,6 +50,9 @@ class Planned:
     graph: Any = None
     plan: Any = None
     problems: Problems | None = None
+    # hosts refresh could not reach where state records nothing: the plan
+    # stands (their environments taken as missing), each {"kind", "host", "detail"}
+    refresh_errors: tuple[dict, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -111,6 +114,7 @@ def plan_spec(cfg, spec: str, state, state_dir: Path, *, digest: str, variables:
     unknown = _unknown_targets(cfg, spec, targets)
     if unknown:
         return Planned(problems=Problems(errors=tuple(unknown)))
+    refresh_errors: tuple[dict, ...] = ()
     if not refresh:
         fresh = Refresh.from_state(state)
     else:  # asks hosts over HTTP: imported only when used (requests is slow to import)
@@ -123,8 +127,13 @@ def plan_spec(cfg, spec: str, state, state_dir: Path, *, digest: str, variables:
             try:
                 fresh = ask(state, hosts.registry, names=names, wanted=wanted, strict=True)
             except Unreachable as exc:
-                return Planned(problems=Problems(errors=tuple(f"cannot refresh: {cause}" for cause in exc.causes),
-                                                 hints=(REFRESH_HINT,)))
+                recorded = _recorded_hosts(state, names)
+                if exc.fresh is None or any(h in recorded for h in exc.hosts):
+                    # records there would be trusted unchecked: a plan that says "changes pending" for the wrong reason
+                    return Planned(problems=Problems(errors=tuple(f"cannot refresh: {cause}" for cause in exc.causes),
+                                                     hints=(REFRESH_HINT,)))
+                fresh = exc.fresh  # nothing recorded there: nothing to check, its environments are to be made
+                refresh_errors = tuple({"kind": "unreachable", "host": h, "detail": c} for h, c in zip(exc.hosts, exc.causes))
 
     def planned(durations=None):
         return make_plan(graph, state, fresh, spec=spec, spec_digest=digest, variables=variables, rerun=rerun,
@@ -140,7 +149,16 @@ def plan_spec(cfg, spec: str, state, state_dir: Path, *, digest: str, variables:
 
         plan = planned(recorded_durations(state, state_dir, graph, wanted_costs))
     problems = dataset_problems(graph, plan, Path(spec).parent)
-    return Planned(graph, plan, problems)
+    return Planned(graph, plan, problems, refresh_errors)
+
+
+def _recorded_hosts(state, names: dict) -> set[str]:
+    """The host keys (and block names, as earlier versions wrote them) that
+    `state` records an environment or a server on."""
+    from specdsl.hosts import host_key
+
+    found = {e.host for e in state.environments} | {s.host for s in state.servers} if state is not None else set()
+    return found | {host_key(names[n]) for n in found if n in names}
 
 
 def plan_saved(cfg, spec: str, saved) -> Planned:

@@ -18,6 +18,7 @@ from pathlib import Path
 import attrs
 
 from specdsl.apply import checks
+from specdsl.apply.repeats import said_once
 from specdsl.apply.results import document_of, effective_of
 from specdsl.apply.validity import not_read
 from specdsl.model.assert_shape import noise_key, shape_of
@@ -120,6 +121,8 @@ class ExperimentView:
     failures: tuple[Failure, ...]
     notes: tuple[str, ...] = ()
     release: ReleaseFacts | None = None  # workload, stacks, host, version, identity, promotion
+    warnings: tuple[str, ...] = ()  # what apply warned of this run's runs (a cold start), each message once
+    measured_as: str = ""  # the experiment asked for, when this is the comparison that measured it as its baseline arm
 
 
 class Index:
@@ -245,7 +248,31 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
     differences = differences_of(ix, name, bench_content, doc, run, base_run)
     release = release_facts(ix, name, run, doc, base_run)
     return ExperimentView(name, run, paired, baseline, base_run, metric, tuple(runs), tuple(arms),
-                          tuple(verdict_list), tuple(differences), tuple(failures_of(ix, name)), tuple(notes), release)
+                          tuple(verdict_list), tuple(differences), tuple(failures_of(ix, name)), tuple(notes), release,
+                          run_warnings(name, doc))
+
+
+def run_warnings(name: str, doc: dict | None) -> tuple[str, ...]:
+    """The warnings each run of the result recorded, named as apply named
+    them (`benchmark.NAME pair 2 arm B (cand): run 3: ...`), a message
+    many runs said once with its count (apply.repeats.said_once)."""
+    if not doc:
+        return ()
+    where: dict[int, tuple[int, str]] = {}
+    for p in doc.get("pairs", ()) or ():
+        for b in p.get("blocks", ()):
+            for i in b.get("runs", ()):
+                where[i] = (p["pair"] + 1, b["arm"])
+    arms = doc.get("arms") or {}
+    lines = []
+    for r in sorted(doc.get("runs", ()) or (), key=lambda x: x.get("index", 0)):
+        for w in r.get("warnings", ()) or ():
+            if r.get("index") in where:
+                pair, arm = where[r["index"]]
+                lines.append(f"benchmark.{name} pair {pair} arm {arm} ({arms.get(arm, '')}): run {r['index']}: {w}")
+            else:
+                lines.append(f"benchmark.{name}: run {r.get('index', 0)}: {w}")
+    return tuple(said_once(lines))
 
 
 def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord | None, dict | None]:

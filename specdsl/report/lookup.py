@@ -70,7 +70,7 @@ def _arm_view(ix: Index, name: str):
         return None
     view = experiment_view(ix, holder)
     note = f"{name} has no benchmark of its own: it was measured as the baseline arm (A) of {holder}'s pairs, shown here"
-    return attrs.evolve(view, notes=(note, *view.notes))
+    return attrs.evolve(view, notes=(note, *view.notes), measured_as=name)
 
 
 def _arm_of(ix: Index, name: str) -> str | None:

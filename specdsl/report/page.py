@@ -13,6 +13,7 @@ import math
 
 from specdsl import stats
 from specdsl.report import plots, release_page as release
+from specdsl.report.bottom_line import bottom_line
 from specdsl.report.collections import SweepView, TrackView
 from specdsl.report.diagnosis import diagnosis_section
 from specdsl.report.gather import LATENCIES, ExperimentView
@@ -31,6 +32,7 @@ pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;white-space:pre-wrap
 img{max-width:100%;display:block;margin:6px 0}.note{color:#555;font-style:italic}
 .problem{border-left:4px solid #c44e52;padding:4px 10px;background:#fdf3f3;margin:8px 0}
 code{font-size:12px;background:#f4f4f4;padding:0 3px}
+.bottom-line{font-size:15px;border-left:4px solid #4c72b0;padding:6px 10px;background:#f3f6fb}
 """
 
 
@@ -58,13 +60,29 @@ def render(view, where: str, state=None, state_dir=None, cfg=None, source: dict 
         return _page(f"Track {view.name}", where, track_body(view, context, source))
     if isinstance(view, SweepView):
         return _page(f"Sweep {view.name}: {len(view.cells)} cells", where, sweep_body(view))
+    if view.measured_as:  # the comparison that measured it, said in the title: not another experiment's page unannounced
+        return _page(f"Experiment {view.measured_as}: measured as the baseline arm of {view.name}", where,
+                     experiment_body(view, context, source=source))
     return _page(f"Experiment {view.name}", where, experiment_body(view, context, source=source))
 
 
 # -- an experiment -------------------------------------------------------------
 
 def experiment_body(v: ExperimentView, context=None, level: str = "h2", source: dict | None = None) -> list[str]:
-    out = [f"<p>{summary_line(v)}</p>"]
+    out = []
+    if v.measured_as:
+        out.append(f'<p class="problem measured-as">{esc(v.measured_as)} has no benchmark of its own: it was measured only '
+                   f"as the baseline arm (A) of {esc(v.name)}'s pairs. This page is that comparison: {esc(v.measured_as)}'s "
+                   f"figures are arm A's, and the verdicts and promotion are {esc(v.name)}'s.</p>")
+    line = bottom_line(v, plots.unit_of)
+    if line:
+        out.append(f'<p class="bottom-line"><b>Bottom line:</b> {esc(line)}</p>')
+    out.append(f"<p>{summary_line(v)}</p>")
+    if v.warnings:
+        out.append(f"<{level}>Warnings of this run</{level}>")
+        out.append('<p class="note">What apply warned of this run\'s runs, as it printed them; a message many runs said '
+                   "is said once, with its count.</p>")
+        out.append('<ul class="warnings">' + "".join(f"<li>{esc(w)}</li>" for w in v.warnings) + "</ul>")
     if v.failures:
         out.append(f"<{level}>What failed</{level}>")
         if v.run is None:
@@ -105,9 +123,11 @@ def experiment_body(v: ExperimentView, context=None, level: str = "h2", source: 
             out.append('<p class="note">No difference recorded between the arms\' stacks, server configurations and effective configurations.</p>')
         out.append('<p class="note">Values that differ between any two launches of one configuration (ports, seeds) are '
                    'not differences and are left out: `specdsl diagnose --all` lists them.</p>')
-    section = diagnosis_section(context[0], context[1], v, context[2]) if context is not None else ""
+    passed = bool(v.verdicts) and all(x.status is Status.PASS for x in v.verdicts)
+    section = diagnosis_section(context[0], context[1], v, context[2], passed=passed) if context is not None else ""
     if section:
-        out.append(f"<{level}>Diagnosis</{level}>")
+        # on a PASS the differences explain nothing that went wrong: they are differences, not causes
+        out.append(f"<{level}>{'Differences between the arms, ranked' if passed else 'Diagnosis'}</{level}>")
         out.append(section)
     for note in v.notes:
         out.append(f'<p class="note">Note: {esc(note)}</p>')

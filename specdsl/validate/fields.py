@@ -11,6 +11,8 @@ them; this module imports neither.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Callable
 
 from specdsl.diag import Diagnostic, Span, did_you_mean
@@ -29,6 +31,26 @@ def string(v: V, diags, name) -> Any:
     if isinstance(v.value, str):
         return v.value
     return _err(diags, f"`{name}` must be a string, not {type_name(v.value)}", v.span)
+
+
+_HOST_PORT = re.compile(r"^(?:([^@\s]+)@)?([^:@\s\[\]/]+):(\d+)$")
+
+
+def ssh_target(v: V, diags, name) -> Any:
+    """A host's `ssh`: `user@host` or an ssh config name. `me@host:2222`
+    is an error: ssh would take `host:2222` as the host's name (a port is
+    the ssh config's `Port`)."""
+    value = string(v, diags, name)
+    if not isinstance(value, str):
+        return value
+    m = _HOST_PORT.match(value)
+    if m:
+        user, host, port = m.groups()
+        alias = host.split(".")[0]
+        return _err(diags, f"`{name}` takes a host, not host:port: ssh would look up a machine named `{host}:{port}`", v.span,
+                    f"give the port in your ssh config (~/.ssh/config: `Host {alias}` / `HostName {host}` / `Port {port}`"
+                    + (f" / `User {user}`" if user else "") + f") and write `{name} = \"{alias}\"`")
+    return value
 
 
 def boolean(v: V, diags, name) -> Any:

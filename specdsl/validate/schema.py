@@ -18,7 +18,7 @@ from specdsl.model import ast, config
 from specdsl.model.placeholders import SERVER_COMMAND, WORKLOAD_COMMAND
 from specdsl.model.values import INVALID, V
 from specdsl.validate.fields import (Check, boolean, command_list, duration, enum, failure_limit, fraction, gpu_count_or_ids,
-                                     integer, metrics_preset, number, scalar_map, str_list, str_map, string)
+                                     integer, metrics_preset, number, scalar_map, ssh_target, str_list, str_map, string)
 from specdsl.validate.slurm import check_host, slurm_settings
 
 
@@ -37,7 +37,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "sensitive": Field(boolean, doc="a secret: its value is never shown or written (docs/language.md)"),
     },
     "host": {
-        "ssh": Field(string, doc="user@host; leave out for this machine (with `slurm`: the login node)"),
+        "ssh": Field(ssh_target, doc="user@host; leave out for this machine (with `slurm`: the login node)"),
         "gpus": Field(gpu_count_or_ids, doc="how many GPUs (`8`) or which device ids (`[0, 2]`) specdsl may use"),
         "allow_busy_gpus": Field(boolean, doc="benchmark even when another job holds memory or processes on the GPUs"),
         "workdir": Field(string),

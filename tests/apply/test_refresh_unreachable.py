@@ -6,6 +6,7 @@ client, an ssh config whose name resolves nowhere (`.invalid`): no server."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -47,12 +48,35 @@ def nowhere(tmp_path, monkeypatch):
     return spec
 
 
-def test_a_host_that_does_not_resolve_is_an_error(nowhere, capsys):
+def test_a_host_that_does_not_resolve_is_an_error_where_state_records_something(nowhere, capsys):
+    from specdsl.state import write_state
+
+    state = State.new().with_environment(Environment("e1", "ssh:specdsl-nowhere", "/x", "/x/bin/python", "3.11"))
+    write_state(nowhere.parent / ".specdsl", state)
     code = main(["plan", str(nowhere), "--detailed-exitcode"])
     out, err = capsys.readouterr()
     assert code == 1 and out == ""
     assert "specdsl: error: cannot refresh: host gpu8 (specdsl-nowhere): connecting: unknown host" in err
     assert "--no-refresh" in err and "drift:" not in err + out
+
+
+def test_an_empty_state_plans_without_the_host_and_says_so(nowhere, capsys):
+    code = main(["plan", str(nowhere), "--detailed-exitcode"])
+    out, err = capsys.readouterr()
+    assert code == 2, err  # changes: everything is to be made
+    assert "specdsl: warning: cannot refresh: host gpu8 (specdsl-nowhere): connecting: unknown host" in err
+    assert "nothing is recorded there, so its environments are planned as new" in err
+    assert "+ provision.s" in out and "drift: host gpu8 (specdsl-nowhere)" in out
+    code = main(["plan", str(nowhere), "--json"])
+    out, _ = capsys.readouterr()
+    doc = json.loads(out)
+    assert code == 0 and doc["valid"] is True
+    [e] = doc["refresh_errors"]
+    assert e["kind"] == "unreachable" and e["host"] == "ssh:specdsl-nowhere" and "unknown host" in e["detail"]
+    # apply needs the host: it stops before anything runs
+    code = main(["apply", str(nowhere), "--yes"])
+    _, err = capsys.readouterr()
+    assert code == 1 and "error: cannot refresh: host gpu8 (specdsl-nowhere)" in err and "--no-refresh" in err
 
 
 @pytest.mark.parametrize("offline", ["--no-refresh", "-refresh=false"])

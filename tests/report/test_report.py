@@ -246,9 +246,13 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     assert "ITL (ms)" in page and "E2E latency (ms)" in page
     # the stack and server difference: the flag that differs
     assert re.search(r"<td>server</td><td>command</td>.*--itl-ms.*60.*--itl-ms.*25", page)
-    # the diagnosis (specdsl.diagnose) ranks what differs: here the server's environment
-    diagnosis = page[page.index("<h2>Diagnosis</h2>"):]
+    # the diagnosis (specdsl.diagnose) ranks what differs: here the server's environment; on a
+    # PASS they are differences, not causes: none marked as a fault
+    assert "<h2>Diagnosis</h2>" not in page
+    diagnosis = page[page.index("<h2>Differences between the arms, ranked</h2>"):]
     assert re.search(r"<td>env</td><td><code>REPORT_ARM</code></td><td>\(absent\)</td><td>fast</td>", diagnosis), diagnosis[:2000]
+    assert "Every verdict passed: these are the differences between the arms" in diagnosis
+    assert '<tr class="fail">' not in diagnosis.split("</table>")[0]
     # what a release needs beside the verdicts (issue 25): each figure says what it is, each
     # pair's ratio with its launches, the interval labelled as what it is, the workload, both
     # arms in full, host, version, identity, the command again, the promotion and why
@@ -274,6 +278,23 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     ratios = [float(r[5]) for r in rows[:len(launches)]]
     assert abs(math.exp(sum(map(math.log, ratios)) / len(ratios)) / estimate - 1) < 2e-3
     promotion = next(p for p in state.promotions if p.run == bench.id)
+    # the bottom line first, in words a release note can quote: both arms' figures, the ratio with
+    # its interval, every verdict, the promotion
+    line = re.search(r'<p class="bottom-line"><b>Bottom line:</b> (.*?)</p>', page)
+    assert line and page.index("bottom-line") < page.index("<h2>Verdicts</h2>")
+    line = html.unescape(line.group(1))
+    from statistics import median
+
+    arm_runs = {a: [r["metrics"]["output_throughput"] for r in doc["runs"]
+                    if any(r["index"] in b["runs"] and b["arm"] == a for p in doc["pairs"] for b in p["blocks"])] for a in "AB"}
+    from specdsl.report.markup import num
+
+    d = faster_run.verdict.decision
+    assert line.startswith(f"cand {num(median(arm_runs['B']))} tok/s against base {num(median(arm_runs['A']))} tok/s "
+                           f"(output_throughput, the median of each arm's runs, {bench.runs} pairs, paired); "
+                           f"ratio x{num(d.estimate)}, {num(d.level * 100)}% interval [{num(d.low)}, ∞) over {d.n} pairs, "
+                           "against faster's threshold >= 1.2; verdicts: faster PASS, ttft PASS; "
+                           f"promoted: run {bench.id} became the baseline of track t"), line
     for fact in ("output_throughput (tok/s)", "p99 (ms)", "input_len 16", "output_len 8", "concurrency 4",
                  "server block as declared", "env.REPORT_ARM (absent) fast", "python system system",
                  "host block a", "machine this machine (no ssh)", "GPUs, driver none recorded", "specdsl that measured 0.1.0",
@@ -297,6 +318,20 @@ def test_an_experiment_report_shows_verdicts_runs_latencies_and_differences(appl
     assert code == 0, stderr
     base_page = html.unescape((tmp_path / "base.html").read_text())
     assert "base has no benchmark of its own: it was measured as the baseline arm (A) of cand's pairs" in base_page
+    # said first, in the title and at the top: not cand's page unannounced
+    assert "<title>Experiment base: measured as the baseline arm of cand</title>" in base_page
+    assert base_page.index("measured only as the baseline arm (A) of cand's pairs") < base_page.index("Bottom line")
+
+
+def test_the_output_defaults_to_the_name_in_the_current_folder(applied):
+    out = applied / "cand.html"
+    assert not out.exists()
+    try:
+        code, stdout, stderr = report(applied, "cand", "walk.spec")
+        assert code == 0, stderr
+        assert "Report of experiment cand: cand.html" in stdout and out.read_text().startswith("<!DOCTYPE html>")
+    finally:
+        out.unlink(missing_ok=True)
 
 
 def test_a_track_report_shows_every_promotion_and_the_latest_experiment(applied, tmp_path):
