@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import time
 
 import attrs
@@ -83,6 +84,15 @@ def measure_rounds(order, measure, drop, warn_kept, stop=None, wait=None) -> int
             arms = arms[::-1]
             hosts = {a: measure(a, j) for a in arms}
     return dropped
+
+
+_PLACE = re.compile(r"^(runs? [\d-]+/\d+)")
+
+
+def said_again(progress):
+    """`progress` for a run of a round measured again: `run 3/6 again, pair 2 arm B: ...`
+    (the place of the run it replaces)."""
+    return lambda message: progress(_PLACE.sub(r"\1 again", message, count=1))
 
 
 def drop_latest(pairing, i: int, letter: str, reason: str) -> None:

@@ -220,3 +220,12 @@ def test_a_process_that_is_not_ours_is_left_out_of_our_tree():
 def _linux():
     if not Path("/proc/stat").exists():
         pytest.skip("the host's load is read from /proc")
+
+
+def test_a_run_measured_again_is_announced_at_the_place_of_the_one_it_replaces():
+    said = []
+    again = apply_bursts.said_again(said.append)
+    for m in ("run 3/6, pair 2 arm B: the command", "runs 3-4/8, pair 2 arm B: done", "pair 2 arm B: starting its server"):
+        again(m)
+    assert said == ["run 3/6 again, pair 2 arm B: the command", "runs 3-4/8 again, pair 2 arm B: done",
+                    "pair 2 arm B: starting its server"]

@@ -364,9 +364,11 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         letter = shown(label)
         sub = folder / f"pair-{i}-{label}-{j}"
         tries[sub.name] = tries.get(sub.name, 0) + 1
-        if tries[sub.name] > 1:  # its round measured again (a burst): the first run's files stay
+        again = tries[sub.name] > 1  # its round measured again (a burst): the first run's files stay
+        if again:
             sub = folder / f"{sub.name}-again-{tries[sub.name] - 1}"
-        say = block_progress(ctx.progress, i, letter, made[0], total, arm.name if len(comps) > 1 else None)
+        say = block_progress(bursts.said_again(ctx.progress) if again else ctx.progress, i, letter, made[0], total,
+                             arm.name if len(comps) > 1 else None)
         began = time.monotonic()
         load = bursts.meter()  # what else the machine did meanwhile (a burst: specdsl.apply.bursts)
         watch = validity.watch(ctx, arm.server.name, handle, host)  # its server lost mid-run fails the step
@@ -402,6 +404,12 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         for c in readers_of(label, block_comps):
             c.done.add_runs(i, letter, result.runs, c.local[n])
         return seen
+
+    def drop(i: int, label: str, why: str, block_comps) -> None:
+        """Arm `label`'s latest run of pair `i` is invalid (a burst): it no longer takes a place in the progress."""
+        made[0] -= 1
+        for c in readers_of(label, block_comps):
+            bursts.drop_latest(c.done, i, shown(label), why)
 
     def snap_end() -> None:
         """The GPU snapshot at the end of the runs so far, beside the servers
@@ -443,7 +451,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             # round by round; a round a burst hit is measured again (specdsl.apply.bursts)
             bursts.measure_rounds(
                 arms_run_order(i, labels, block, True), lambda label, j: one_run(i, label, j, total, block_comps),
-                lambda label, why: [bursts.drop_latest(c.done, i, shown(label), why) for c in readers_of(label, block_comps)],
+                lambda label, why: drop(i, label, why, block_comps),
                 lambda label, w: [bursts.with_warning(c.done, i, shown(label), w) for c in readers_of(label, block_comps)],
                 ctx.stop)
             snap_end()
