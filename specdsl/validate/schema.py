@@ -88,6 +88,9 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "command": Field(command_list(WORKLOAD_COMMAND)),
         "client_processes": Field(integer(1), doc="worker processes the built-in client spreads the streams over (default 1)"),
         "max_failed": Field(failure_limit, doc="failed requests a valid run may have: a count or a fraction (default 0)"),
+        "max_launches": Field(integer(4), doc="a paired comparison's budget: at most this many server launches (two a pair, two pairs at least)"),
+        "max_time": Field(duration(), doc="a paired comparison's budget: at most this much wall time of launches and runs"),
+        "launch_estimate": Field(duration(), doc="your guess of one launch's cost (start, warm-up, its runs), for the plan when nothing is recorded"),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }

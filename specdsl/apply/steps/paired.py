@@ -31,6 +31,7 @@ import attrs
 
 from specdsl import bench, secrets, servers
 from specdsl.apply import gpus, validity
+from specdsl.apply.budget import Spending
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import localize, medians_of_runs
 from specdsl.bench.datasets import local_dataset
@@ -66,6 +67,7 @@ class _Pairing:
     continued: int = 0  # pairs an earlier apply recorded
     side_by_side: bool = False  # both arms of a pair up at once
     shared: dict = attrs.Factory(dict)  # measured in blocks shared with other comparisons: {"with", "leader", "folder"}
+    budget: dict = attrs.Factory(dict)  # why its budget stopped it in this apply (apply.budget), else empty
 
     def complete_pairs(self) -> list:
         return [p for p in self.pairs if len(p["blocks"]) == 2]
@@ -83,6 +85,8 @@ class _Pairing:
             out["continued"] = self.continued
         if self.shared:
             out["shared"] = self.shared
+        if self.budget:
+            out["budget"] = self.budget
         return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
 
     @classmethod
@@ -394,12 +398,15 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     ends: list = [None]
     i = len(lead.complete_pairs())
     active = list(comps)
+    spending = Spending(ctx, comps)  # no pair past a budget (apply/budget.py)
     try:
         while True:
-            active = [c for c in active if c.wants(i)]
+            active = spending.allowed(i, [c for c in active if c.wants(i)])
             if not active:
                 break
+            began = time.monotonic()
             measure_block(i, active, max([c.first for c in active] + [i + 1]))
+            spending.charge(i, active, time.monotonic() - began)
             i += 1
     except (Cancelled, validity.ServerLost):  # what completed stays recorded
         _cleanup(stop_all, ctx)
