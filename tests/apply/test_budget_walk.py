@@ -1,6 +1,7 @@
 """A budget through `specdsl apply` against the decision double (a stdlib
 streaming server whose speed is drawn per launch;
-tests/apply/decision_double.py): a comparison at its threshold wants more
+tests/apply/decision_double.py), its runs a command that reads each
+launch's speed (tests/apply/factor_client.py): a comparison at its threshold wants more
 pairs than `max_launches` allows, stops at the budget with its checks
 INCONCLUSIVE (exit 4) and says what a decision would still cost; raising
 the budget continues from the recorded pairs, none measured again. About
@@ -19,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOUBLE = Path(__file__).with_name("decision_double.py")
+CLIENT = Path(__file__).with_name("factor_client.py")
 
 pytestmark = pytest.mark.e2e
 
@@ -31,10 +33,14 @@ def _server(name: str, speed: float, life: Path) -> str:
 
 
 def _spec(life: Path, max_launches: int) -> str:
-    # the same speed both arms, asserted 1% faster: no handful of pairs decides it
+    # the same speed both arms, asserted 1% faster: no handful of pairs decides it. The
+    # runs read each launch's factor (tests/apply/factor_client.py), not a clock: a busy
+    # machine changes nothing the verdict reads
+    client = ", ".join(json.dumps(a) for a in (sys.executable, str(CLIENT), "{base_url}"))
     return ('stack "sys" {\n  python = "system"\n}\n'
-            'workload "w" {\n  endpoint = "completions"\n  input_len = 8\n  output_len = 8\n  requests = 4\n'
-            f'  concurrency = 2\n  runs = 2\n  max_runs = 20\n  warmup = 4\n  timeout = 30s\n'
+            f'workload "w" {{\n  command = [{client}]\n'
+            '  metric "output_throughput" { json = "output_throughput" }\n'
+            f'  runs = 2\n  max_runs = 20\n  timeout = 30s\n'
             f'  max_launches = {max_launches}\n  launch_estimate = 2s\n}}\n'
             + _server("base", 1.0, life) + _server("cand", 1.0, life)
             + 'experiment "base" {\n  stack = stack.sys\n  server = server.base\n  workload = workload.w\n}\n'
