@@ -63,17 +63,26 @@ def _estimate(ctx) -> float:
 
 
 class Spending:
-    """The budget keeping of one paired step's walk of blocks (its comparisons `comps`)."""
+    """The budget keeping of one paired step's walk of blocks: the apply's
+    `ledger`, each comparison's own limit (`limits`, by address), and
+    `estimate()`, the seconds of a pair before any was timed. The
+    comparisons it is given have `addr` and `done` (their _Pairing)."""
 
-    def __init__(self, ctx, comps) -> None:
-        self.ledger = ledger_of(ctx.walk)
-        self.comps = comps
-        self.limits = {c.addr: Limit(ctx.walk.graph.steps[c.addr].payload["experiment"].workload.max_launches,
-                                     ctx.walk.graph.steps[c.addr].payload["experiment"].workload.max_time)
-                       for c in comps}
-        self._ctx = ctx
+    def __init__(self, ledger: Ledger, limits: dict[str, Limit], estimate) -> None:
+        self.ledger = ledger
+        self.limits = limits
+        self._estimate = estimate
         self._planned: float | None = None
         self._reserved = (0, 0.0)
+
+    @classmethod
+    def of(cls, ctx, comps) -> "Spending":
+        """For the step of `ctx` measuring comparisons `comps`."""
+        from specdsl.plan.budget import limit_of
+
+        steps = ctx.walk.graph.steps
+        return cls(ledger_of(ctx.walk), {c.addr: limit_of(steps[c.addr].payload["experiment"].workload) for c in comps},
+                   lambda: _estimate(ctx))
 
     def pair_s(self, comp) -> float:
         """What the comparison's next pair is expected to cost: the mean wall
@@ -82,7 +91,7 @@ class Spending:
         if timed:
             return statistics.fmean(timed)
         if self._planned is None:
-            self._planned = _estimate(self._ctx)
+            self._planned = self._estimate()
         return self._planned
 
     def allowed(self, i: int, wanting: list) -> list:

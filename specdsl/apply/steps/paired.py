@@ -398,7 +398,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     ends: list = [None]
     i = len(lead.complete_pairs())
     active = list(comps)
-    spending = Spending(ctx, comps)  # no pair past a budget (apply/budget.py)
+    spending = Spending.of(ctx, comps)  # no pair past a budget (apply/budget.py)
     try:
         while True:
             active = spending.allowed(i, [c for c in active if c.wants(i)])
