@@ -187,3 +187,16 @@ def test_a_budget_below_a_pair_is_refused_on_the_command_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as exited:
         main(["plan", "--no-refresh", str(tmp_path / "b.spec"), "--max-launches", "3"])
     assert exited.value.code == 1 and "give 4 or more" in capsys.readouterr().err
+
+
+def test_calibrate_measures_its_pairs_whatever_the_comparisons_budget(tmp_path):
+    from specdsl.operations.calibrate import aa_config
+    from specdsl.resolve.resolver import resolve_file
+
+    (tmp_path / "b.spec").write_text(SPEC % "max_time = 1m")
+    resolved = resolve_file(tmp_path / "b.spec")
+    cfg = resolved.config
+    assert cfg.experiment("cand").workload.max_launches == 8
+    aa, cand = aa_config(cfg, cfg.experiment("cand"), 6)
+    workload = aa.experiment(cand).workload
+    assert (workload.runs, workload.max_launches, workload.max_time) == (6, None, None)
