@@ -70,6 +70,7 @@ class Walk:
     # measured for a benchmark whose own step records it
     paired_started: set = attrs.Factory(set)
     shared_pairs: dict[str, dict] = attrs.Factory(dict)
+    budget: Any = None  # what paired comparisons spent against the apply's budget (apply.budget.Ledger)
     _changes: dict[str, Change] = attrs.Factory(dict)
     _benchmarks: dict[str, list[str]] = attrs.Factory(dict)
     _teardowns: dict[str, str] = attrs.Factory(dict)

@@ -60,14 +60,17 @@ def cmd_apply(args) -> int:
         except PlanFileError as exc:
             error(str(exc))
             return EXIT_ERROR
-        if args.vars or args.var_files or args.target or args.rerun or getattr(args, "more", 0):
-            error("a saved plan is applied exactly: -var, --var-file, --target, --rerun and --more belong to `specdsl plan`")
+        if (args.vars or args.var_files or args.target or args.rerun or getattr(args, "more", 0)
+                or getattr(args, "max_launches", None) is not None or getattr(args, "max_time", None) is not None):
+            error("a saved plan is applied exactly: -var, --var-file, --target, --rerun, --more, --max-launches and "
+                  "--max-time belong to `specdsl plan`")
             return EXIT_ERROR
         args.file = saved.spec
         args.vars = [f"{k}={v}" for k, v in saved.variables]
         args.target = list(saved.targets)
         args.rerun = saved.rerun
         args.more = saved.more
+        args.max_launches, args.max_time = saved.max_launches, saved.max_time
     loaded = load_spec(args)
     if loaded is None:
         return EXIT_ERROR
@@ -94,6 +97,8 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
             again = ["specdsl", "plan", saved.spec, *(f"-var={k}={v}" for k, v in saved.variables)]
             again += [f"--target={t}" for t in saved.targets] + (["--rerun"] if saved.rerun else [])
             again += [f"--more={saved.more}"] if saved.more else []
+            again += [f"--max-launches={saved.max_launches}"] if saved.max_launches is not None else []
+            again += [f"--max-time={saved.max_time:g}s"] if saved.max_time is not None else []
             again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
             error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
             return EXIT_CONFLICT

@@ -79,6 +79,10 @@ def add_common(p, target: bool = True) -> None:
         p.add_argument("--rerun", action="store_true", help="run benchmarks again even when results are recorded")
         p.add_argument("--more", type=_pairs_count, default=0, metavar="N",
                        help="an undecided paired comparison may add up to N pairs beyond its max_runs (recorded pairs are kept)")
+        p.add_argument("--max-launches", type=_launch_count, default=None, metavar="N",
+                       help="the apply's budget: its paired comparisons launch at most N servers in all (docs/language.md, budget)")
+        p.add_argument("--max-time", type=_duration, default=None, metavar="D",
+                       help="the apply's budget: at most D (`90m`, `2h`) of launches and runs of its paired comparisons")
 
 
 def _pairs_count(text: str) -> int:
@@ -93,6 +97,33 @@ def _pairs_count(text: str) -> int:
     return value
 
 
+def _launch_count(text: str) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of launches") from None
+    if value < 4:
+        raise argparse.ArgumentTypeError(f"{value}: a pair is two launches and an interval needs two pairs; give 4 or more")
+    return value
+
+
+def _duration(text: str) -> float:
+    """`90s`, `20m`, `1.5h`, `500ms` -> seconds (the spec's duration units)."""
+    import argparse
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)\s*", text)
+    if m is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration: give a number and its unit, such as 90m or 2h "
+                                         "(units: ms, s, m, h)")
+    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a budget of time is positive")
+    return seconds
+
+
 def read_state(args):
     """(state dir, State or None); raises StateError."""
     state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
@@ -105,7 +136,8 @@ def planned_for(args, loaded, state, state_dir: Path, *, no_refresh: bool, sessi
     return plan_spec(loaded.resolved.config, args.file, state, state_dir, digest=loaded.digest,
                      variables=loaded.variables, targets=getattr(args, "target", []),
                      rerun=getattr(args, "rerun", False), more=getattr(args, "more", 0), refresh=not no_refresh,
-                     session=session)
+                     session=session, max_launches=getattr(args, "max_launches", None),
+                     max_time=getattr(args, "max_time", None))
 
 
 def _spec_plan(args, session):

@@ -31,7 +31,7 @@ from specdsl.servers.logscan import scan_log_sourced
 _MAX_LOG_BYTES = 64 * 1024 * 1024
 # workload fields that say how much is measured, not what: a comparison of
 # 2 runs with one of 6 measures the same load
-_COUNTS = ("runs", "max_runs", "block", "span", "name")
+_COUNTS = ("runs", "max_runs", "block", "max_launches", "max_time", "launch_estimate", "span", "name")
 
 
 @attrs.frozen

@@ -170,7 +170,10 @@ Transform = Callable[[_Work], None]
 # recorded results stay valid and more runs add to the ones recorded
 # (plan asks for the missing runs) instead of starting over. `max_failed`
 # says which runs count (specdsl.bench.validity), not what is measured.
-_NOT_MEASURED = ("runs", "timeout", "cooldown", "max_failed", "max_failed_fraction")
+# The budget (`max_launches`, `max_time`, `launch_estimate`) says how much
+# may be spent measuring, not what is measured: raising it continues.
+_NOT_MEASURED = ("runs", "timeout", "cooldown", "max_failed", "max_failed_fraction", "max_launches", "max_time",
+                 "launch_estimate")
 PAIR_DESIGN = "launch-pairs"
 
 

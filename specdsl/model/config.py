@@ -240,6 +240,15 @@ class Workload:
     # out of the identity), "off" (the engine's flag disables the cache),
     # "warm" (left as the earlier runs leave it). See model.prefix_cache.
     prefix_cache: str | None = attrs.field(default=None, metadata={"omit_none": True})
+    # A paired comparison's budget (specdsl.plan.budget): at most this many
+    # server launches, and this much wall time (seconds) of launches and
+    # runs, over all its recorded pairs; `launch_estimate` the user's guess
+    # of one launch's cost (start to ready, warm-up and its runs) for the
+    # plan when nothing is recorded. None: no limit, no guess. Not part of
+    # the benchmark's identity: raising a budget continues the recorded pairs.
+    max_launches: int | None = attrs.field(default=None, metadata={"omit_none": True})
+    max_time: float | None = attrs.field(default=None, metadata={"omit_none": True})
+    launch_estimate: float | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

@@ -103,7 +103,8 @@ def spec_graph(cfg, spec: str | Path):
 
 
 def plan_spec(cfg, spec: str, state, state_dir: Path, *, digest: str, variables: dict, targets=(), rerun: bool = False,
-              more: int = 0, refresh: bool = True, session: Session | None = None) -> Planned:
+              more: int = 0, refresh: bool = True, session: Session | None = None, max_launches: int | None = None,
+              max_time: float | None = None) -> Planned:
     """The plan of the spec at `spec` (resolved to `cfg`) against `state`:
     its graph, the targets checked, the hosts asked what still runs there
     (unless not `refresh`), each cost timed from the durations recorded in
@@ -137,7 +138,8 @@ def plan_spec(cfg, spec: str, state, state_dir: Path, *, digest: str, variables:
 
     def planned(durations=None):
         return make_plan(graph, state, fresh, spec=spec, spec_digest=digest, variables=variables, rerun=rerun,
-                         targets=tuple(targets), more=more, durations=durations)
+                         targets=tuple(targets), more=more, durations=durations, max_launches=max_launches,
+                         max_time=max_time)
 
     plan = planned()
     # the costs' times: the durations recorded for what this plan runs or

@@ -47,11 +47,18 @@ class Durations:
     launch_s: dict[str, float] = attrs.Factory(dict)
     run_s: dict[str, float] = attrs.Factory(dict)
     caches: frozenset[str] = frozenset()  # `HOST ENV-IDENTITY` of the JIT caches recorded launches filled
+    # the same by engine and model (`model_key`, `model_run_key`): what the
+    # plan's budget estimates from when this server was never launched
+    model_launch_s: dict[str, float] = attrs.Factory(dict)
+    model_run_s: dict[str, float] = attrs.Factory(dict)
 
     @classmethod
-    def of(cls, launches: dict[str, list[float]], runs: dict[str, list[float]], caches=()) -> "Durations":
-        return cls({k: statistics.median(v) for k, v in launches.items() if v},
-                   {k: statistics.median(v) for k, v in runs.items() if v}, frozenset(caches))
+    def of(cls, launches: dict[str, list[float]], runs: dict[str, list[float]], caches=(),
+           model_launches: dict[str, list[float]] | None = None, model_runs: dict[str, list[float]] | None = None) -> "Durations":
+        def medians(d):
+            return {k: statistics.median(v) for k, v in (d or {}).items() if v}
+
+        return cls(medians(launches), medians(runs), frozenset(caches), medians(model_launches), medians(model_runs))
 
 
 def arm_launch_identity(content: dict, arm: str) -> str:
@@ -67,6 +74,21 @@ def run_key(launch_identity: str, content: dict, arm: str | None = None) -> str:
     if arm is not None and isinstance(request, dict):
         request = request.get(arm)
     return digest(["runs", launch_identity, content.get("workload"), content.get("dataset_digest"), request])
+
+
+def model_key(launch_content: dict) -> str:
+    """What makes launches of different servers comparable in duration, at
+    worst: the engine and the model (a launch's content's `server`)."""
+    server = launch_content["server"]
+    return digest(["model", server.get("engine"), server.get("model")])
+
+
+def model_run_key(launch_content: dict, content: dict, arm: str | None = None) -> str:
+    """`run_key` by engine and model instead of the whole server."""
+    request = content.get("request")
+    if arm is not None and isinstance(request, dict):
+        request = request.get(arm)
+    return digest(["model-runs", model_key(launch_content), content.get("workload"), content.get("dataset_digest"), request])
 
 
 @attrs.frozen

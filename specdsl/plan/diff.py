@@ -35,6 +35,7 @@ from specdsl.graph.build import Graph
 from specdsl.graph.pairs import launches, share_key, sharing_groups
 from specdsl.model.gpus import plan_note
 from specdsl.names import natural_sorted
+from specdsl.plan.budget import Limit, budget_advice, limit_of, own_fit, plan_worsts
 from specdsl.plan.looks import block_of, first_pairs, max_runs
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
 from specdsl.state.promotions import Index, verdict_of
@@ -123,10 +124,13 @@ def make_plan(
     targets: tuple[str, ...] = (),
     more: int = 0,
     durations=None,
+    max_launches: int | None = None,
+    max_time: float | None = None,
 ) -> Plan:
     """`durations` (cost.Durations, read by specdsl.plan.durations): the
     recorded launch and run durations the costs are estimated from; None:
-    none known (every time is unknown)."""
+    none known (every time is unknown). `max_launches`, `max_time`: the
+    apply-wide budget of paired comparisons (specdsl.plan.budget)."""
     from specdsl.plan.cost import Durations
 
     durations = durations if durations is not None else Durations()
@@ -156,6 +160,7 @@ def make_plan(
     # Decide bottom-up needs: benchmarks first (they decide what must run).
     bench_runs: set[str] = set()
     more_runs: dict[str, tuple[int, int]] = {}  # benchmark addr -> (runs recorded, runs wanted)
+    capped: dict[str, str] = {}  # benchmark addr -> the budget that caps its first pairs
     going_on: dict[str, tuple[int, int, list[str]]] = {}  # paired benchmark addr -> (pairs recorded, budget, undecided checks)
     index: Index | None = None  # the state's verdict runs, indexed when a step needs them
     for addr in order:
@@ -170,6 +175,11 @@ def make_plan(
         recorded = run_counts.get(results[step.identity])
         workload = step.payload["experiment"].workload
         wanted = first_pairs(workload) if "paired" in step.payload else workload.runs
+        if "paired" in step.payload and recorded is not None and recorded < wanted:
+            # its own budget (max_launches, max_time) may stop it before its first look
+            fit = own_fit(step, state, durations, done=recorded, most=wanted)
+            if fit < wanted:
+                capped[addr], wanted = limit_of(workload).text(), fit
         if recorded is not None and recorded < wanted:
             bench_runs.add(addr)
             more_runs[addr] = (recorded, wanted)
@@ -180,6 +190,8 @@ def make_plan(
                 index = Index(state)
             open_checks = _undecided_checks(graph, addr, index)
             budget = max_runs(workload) + max(0, more)
+            # its own budget (max_launches, max_time) reached: nothing more is measured
+            budget = min(budget, own_fit(step, state, durations, done=recorded, most=budget))
             if open_checks and recorded < budget:
                 bench_runs.add(addr)
                 going_on[addr] = (recorded, budget, open_checks)
@@ -205,7 +217,8 @@ def make_plan(
                 elif addr in more_runs:
                     have, want = more_runs[addr]
                     n = want - have
-                    reason = f"{n} more run{'s' if n != 1 else ''} needed ({have} recorded, {want} wanted)"
+                    reason = f"{n} more run{'s' if n != 1 else ''} needed ({have} recorded, {want} wanted"
+                    reason += f" within {capped[addr]})" if addr in capped else ")"
                 elif addr in going_on:
                     have, budget, checks = going_on[addr]
                     reason = (f"continue: {', '.join(checks)} undecided at {have} pairs (recorded in run "
@@ -306,6 +319,8 @@ def make_plan(
                                    change.identity, (), change.deps, change.after, change.experiments, change.host)
 
     costs = _costs(graph, [a for a in order if a in bench_runs], more_runs, actions, durations, going_on, state, shared)
+    worsts, apply_worst = plan_worsts(graph, costs, state, durations, run_counts, results,
+                                      Limit(max_launches, max_time), rerun=rerun)
     drift = tuple(refresh.drift)
     lineage = state.lineage if state is not None else None
     serial = state.serial if state is not None else 0
@@ -322,6 +337,10 @@ def make_plan(
         more=more,
         costs=costs,
         undecided=tuple(undecided),
+        max_launches=max_launches,
+        max_time=max_time,
+        worsts=worsts,
+        apply_worst=apply_worst,
     )
 
 
@@ -437,8 +456,9 @@ def _undecided(graph: Graph, step, state, index: Index, bench_runs: set[str], du
     not_promoted = ""
     if exp.promote:
         not_promoted = f"nothing was promoted to track {exp.promote}: {step.addr} was inconclusive, and a promotion needs every check to pass"
-    return undecided_of(step, run, graph.steps[bench_addr], not_promoted=not_promoted, durations=durations,
+    gone = undecided_of(step, run, graph.steps[bench_addr], not_promoted=not_promoted, durations=durations,
                         calibrated=_calibrated(step, state), spec=spec, block=block_of(exp.workload, state, exp.name))
+    return budget_advice(gone, graph.steps[bench_addr], state, durations)
 
 
 def _calibrated(step, state) -> float | None:

@@ -8,6 +8,8 @@ cost (`specdsl.plan.cost`). Reads the state and the run folders'
   was recorded;
 - a JIT cache: a launch run's effective `jit_cache` (`HOST ENV-IDENTITY`,
   servers.caches), or a paired result's launch entry's;
+- by engine and model too (`cost.model_key`): the plan's budget reads them
+  when this server was never launched (specdsl.plan.budget);
 - a run: a paired result's launches carry `run_s`, the walk's own timing
   of each run they served (requests, counters, records); else each run of a
   result, `duration_s` where recorded, else the load generator's `duration`
@@ -25,7 +27,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specdsl.plan.cost import Durations, arm_launch_identity, run_key
+from specdsl.plan.cost import Durations, arm_launch_identity, model_key, model_run_key, run_key
 
 LAUNCH_S = "launch_s"
 _ARMS = {"A": "baseline", "B": "candidate"}
@@ -42,14 +44,24 @@ def recorded_durations(state, state_dir: Path | None, graph=None, wanted: set[st
     launches: dict[str, list[float]] = {}
     runs: dict[str, list[float]] = {}
     caches: set[str] = set()
+    by_model: tuple[dict, dict] = ({}, {})  # the same by engine and model (cost.model_key, cost.model_run_key)
+    launch_contents = {}
+    for record in state.steps:
+        if record.kind == "launch":
+            try:
+                launch_contents[record.identity] = record.content_dict()
+            except ValueError:
+                continue
     for run in state.runs:
         if run.status == "completed" and run.step.startswith("launch.") and run.metric(LAUNCH_S) is not None:
             launches.setdefault(run.identity, []).append(run.metric(LAUNCH_S))
             cache = dict(run.effective).get("jit_cache")
             if isinstance(cache, str) and cache:
                 caches.add(cache)
+            if isinstance(launch_contents.get(run.identity, {}).get("server"), dict):
+                by_model[0].setdefault(model_key(launch_contents[run.identity]), []).append(run.metric(LAUNCH_S))
     if state_dir is None:
-        return Durations.of(launches, runs, caches)
+        return Durations.of(launches, runs, caches, *by_model)
     contents: dict[str, dict] = {}
     for record in state.steps:
         if record.kind == "benchmark":
@@ -74,10 +86,10 @@ def recorded_durations(state, state_dir: Path | None, graph=None, wanted: set[st
             continue
         caches |= {x["jit_cache"] for x in doc.get("launches", ()) if isinstance(x, dict) and isinstance(x.get("jit_cache"), str)}
         try:
-            _read(doc, content, launches, runs)
+            _read(doc, content, launches, runs, by_model)
         except (KeyError, TypeError, ValueError):
             continue  # a result this reader does not understand: its durations are not used
-    return Durations.of(launches, runs, caches)
+    return Durations.of(launches, runs, caches, *by_model)
 
 
 def _keys(content: dict) -> set[str]:
@@ -85,7 +97,9 @@ def _keys(content: dict) -> set[str]:
     try:
         if "arms" in content:
             ids = {arm: arm_launch_identity(content, arm) for arm in _ARMS.values()}
-            return set(ids.values()) | {run_key(i, content, arm) for arm, i in ids.items()}
+            models = {model_key(content["arms"][arm]) for arm in _ARMS.values()}
+            models |= {model_run_key(content["arms"][arm], content, arm) for arm in _ARMS.values()}
+            return set(ids.values()) | {run_key(i, content, arm) for arm, i in ids.items()} | models
         return {content["launch"], run_key(content["launch"], content)}
     except (KeyError, TypeError):
         return set()
@@ -108,26 +122,33 @@ def _seconds(run: dict) -> float | None:
     return float(value) if isinstance(value, (int, float)) and value >= 0 else None
 
 
-def _read(doc: dict, content: dict, launches: dict, runs: dict) -> None:
+def _read(doc: dict, content: dict, launches: dict, runs: dict, by_model: tuple[dict, dict] = ({}, {})) -> None:
     by_index = {r["index"]: r for r in doc.get("runs", ())}
     if doc.get("pairs") and "arms" in content:
         ids = {letter: arm_launch_identity(content, arm) for letter, arm in _ARMS.items()}
         timed = False  # the walk's own timing of each run (a launch's `run_s`): what a run costs, overhead included
         for entry in doc.get("launches", ()):
-            if entry.get("arm") in ids and isinstance(entry.get(LAUNCH_S), (int, float)):
+            if entry.get("arm") not in ids:
+                continue
+            arm = _ARMS[entry["arm"]]
+            if isinstance(entry.get(LAUNCH_S), (int, float)):
                 launches.setdefault(ids[entry["arm"]], []).append(float(entry[LAUNCH_S]))
-            if entry.get("arm") in ids and entry.get("run_s"):
-                key = run_key(ids[entry["arm"]], content, _ARMS[entry["arm"]])
-                runs.setdefault(key, []).extend(float(t) for t in entry["run_s"] if isinstance(t, (int, float)))
+                by_model[0].setdefault(model_key(content["arms"][arm]), []).append(float(entry[LAUNCH_S]))
+            if entry.get("run_s"):
+                seconds = [float(t) for t in entry["run_s"] if isinstance(t, (int, float))]
+                runs.setdefault(run_key(ids[entry["arm"]], content, arm), []).extend(seconds)
+                by_model[1].setdefault(model_run_key(content["arms"][arm], content, arm), []).extend(seconds)
                 timed = True
         for pair in ([] if timed else doc["pairs"]):
             for block in pair["blocks"]:
                 letter = block["arm"]
                 key = run_key(ids[letter], content, _ARMS[letter])
+                same_model = model_run_key(content["arms"][_ARMS[letter]], content, _ARMS[letter])
                 for i in block["runs"]:
                     seconds = _seconds(by_index.get(i, {}))
                     if seconds is not None:
                         runs.setdefault(key, []).append(seconds)
+                        by_model[1].setdefault(same_model, []).append(seconds)
         return
     if "launch" in content:
         key = run_key(content["launch"], content)

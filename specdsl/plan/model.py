@@ -79,6 +79,13 @@ class Plan:
     # plan order, and the gating verdicts left undecided (cost.Undecided)
     costs: tuple = ()
     undecided: tuple = ()
+    # the apply-wide budget (`--max-launches`, `--max-time` in seconds), and
+    # the worst case of each paired comparison (budget.Worst) and of the
+    # whole apply (budget.ApplyWorst) against the budgets (specdsl.plan.budget)
+    max_launches: int | None = None
+    max_time: float | None = None
+    worsts: tuple = ()
+    apply_worst: Any = None
     # the plan file it was read from (`read_plan`); None for a plan made in
     # this process. Where it came from, not what it says: left out of equality.
     read_from: str | None = attrs.field(default=None, eq=False)
@@ -104,6 +111,9 @@ class Plan:
         from specdsl.plan.cost import total
 
         return total(self.costs)
+
+    def worst(self, addr: str):
+        return next((w for w in self.worsts if w.addr == addr), None)
 
     def cost(self, addr: str):
         return next((c for c in self.costs if c.addr == addr), None)

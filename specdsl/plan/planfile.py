@@ -56,6 +56,15 @@ def _body(plan: Plan) -> dict:
         body["costs"] = [_no_none(attrs.asdict(c)) for c in plan.costs]
     if plan.undecided:
         body["undecided"] = [_no_none(attrs.asdict(u)) for u in plan.undecided]
+    # the apply-wide budget, and the worst cases against it (specdsl.plan.budget)
+    if plan.max_launches is not None:
+        body["max_launches"] = plan.max_launches
+    if plan.max_time is not None:
+        body["max_time"] = plan.max_time
+    if plan.worsts:
+        body["worsts"] = [_no_none(attrs.asdict(w)) for w in plan.worsts]
+    if plan.apply_worst is not None:
+        body["apply_worst"] = _no_none(attrs.asdict(plan.apply_worst))
     if plan.lineage:
         body["lineage"] = plan.lineage
     return body
@@ -146,6 +155,7 @@ def _from_body(doc: dict) -> Plan:
                 host=c["host"],
             )
         )
+    from specdsl.plan.budget import ApplyWorst, Worst
     from specdsl.plan.cost import Cost, Undecided
 
     return Plan(
@@ -161,4 +171,8 @@ def _from_body(doc: dict) -> Plan:
         rerun=doc["rerun"],
         targets=tuple(doc["targets"]),
         more=int(doc.get("more", 0)),
+        max_launches=int(doc["max_launches"]) if "max_launches" in doc else None,
+        max_time=float(doc["max_time"]) if "max_time" in doc else None,
+        worsts=tuple(Worst(**w) for w in doc.get("worsts", ())),
+        apply_worst=ApplyWorst(**doc["apply_worst"]) if "apply_worst" in doc else None,
     )

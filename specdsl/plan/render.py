@@ -47,6 +47,7 @@ def render_text(plan: Plan, verbose: bool = False) -> str:
             continue  # (a held promotion waits on the user: always shown)
         lines.append(f"{c.action.value:>3} {c.addr.ljust(width)}  ({c.reason})")
     lines += cost_lines(plan)
+    lines += budget_lines(plan)
     lines += undecided_lines(plan)
     if not plan.has_changes:
         if lines[-1] != "":
@@ -74,6 +75,20 @@ def cost_lines(plan: Plan) -> list[str]:
     return out
 
 
+def budget_lines(plan: Plan) -> list[str]:
+    """Each paired comparison's worst case (every pair its max_runs allow)
+    in launches and time, estimated even on an empty state, against its
+    budget and the apply's (specdsl.plan.budget)."""
+    if not plan.worsts:
+        return []
+    width = max([len(w.addr) for w in plan.worsts] + [len("apply")])
+    out = ["", "Budget (worst case, before anything runs):"]
+    out += [f"  {w.addr.ljust(width)}  {w.line()}" for w in plan.worsts]
+    if plan.apply_worst is not None:
+        out.append(f"  {'apply'.ljust(width)}  {plan.apply_worst.line()}")
+    return out
+
+
 def undecided_lines(plan: Plan) -> list[str]:
     """The gating verdicts the last apply left INCONCLUSIVE, that nothing
     was promoted, and what would decide them."""
@@ -89,6 +104,7 @@ def undecided_lines(plan: Plan) -> list[str]:
 
 def to_json(plan: Plan) -> dict:
     costs = {c.addr: c for c in plan.costs}
+    worsts = {w.addr: w for w in plan.worsts}
     return {
         "format_version": plan.format_version,
         "spec": plan.spec,
@@ -117,10 +133,13 @@ def to_json(plan: Plan) -> dict:
                 "experiments": list(c.experiments),
                 "host": c.host,
                 **({"cost": costs[c.addr].as_json()} if c.addr in costs else {}),
+                **({"budget": worsts[c.addr].as_json()} if c.addr in worsts else {}),
             }
             for c in plan.changes
         ],
         "cost": plan.total().as_json(),
+        "budget": {"max_launches": plan.max_launches, "max_seconds": plan.max_time,
+                   "worst": plan.apply_worst.as_json() if plan.apply_worst is not None else None},
         "undecided": [u.as_json() for u in plan.undecided],
     }
 

@@ -94,6 +94,9 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "prefix_cache": Field(enum("reset", "off", "warm"),
                               doc="prefix-cache hits in the runs: emptied before each (reset, the default), "
                                   "the cache turned off, or left warm"),
+        "max_launches": Field(integer(4), doc="a paired comparison's budget: at most this many server launches (two a pair, two pairs at least)"),
+        "max_time": Field(duration(), doc="a paired comparison's budget: at most this much wall time of launches and runs"),
+        "launch_estimate": Field(duration(), doc="your guess of one launch's cost (start, warm-up, its runs), for the plan when nothing is recorded"),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }

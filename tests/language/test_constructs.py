@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import attrs
 import pytest
 
 from specdsl.model import ast
@@ -547,3 +548,24 @@ def test_var_of_a_duration_or_percentage_default_reads_the_same_kind(tmp_path):
     summaries = [d.summary for d in r.diags]
     assert "-var wait=90: expected a duration such as 30s or 2m" in summaries
     assert "-var tol=3s: expected a percentage such as 5%" in summaries
+def test_a_budget_is_a_launch_count_and_durations_outside_the_identity(tmp_path):
+    """`max_launches`, `max_time` and `launch_estimate` are read as a count
+    and seconds, and none is part of a benchmark's identity (raising a
+    budget continues the recorded pairs)."""
+    from specdsl.graph.build import _content_workload
+
+    cfg = ok(tmp_path, PRELUDE + """
+    workload "none" {}
+    workload "capped" {
+      max_launches    = 6
+      max_time        = 1.5h
+      launch_estimate = 4m
+    }
+    """)
+    got = {w.name: w for w in cfg.workloads}
+    assert (got["capped"].max_launches, got["capped"].max_time, got["capped"].launch_estimate) == (6, 5400.0, 240.0)
+    assert (got["none"].max_launches, got["none"].max_time, got["none"].launch_estimate) == (None, None, None)
+    for paired in (False, True):
+        plain = _content_workload(got["none"], paired)
+        capped = _content_workload(attrs.evolve(got["capped"], name="none"), paired)
+        assert capped == plain

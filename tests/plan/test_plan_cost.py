@@ -273,3 +273,33 @@ def test_a_calibrated_block_is_what_the_plan_counts_runs_by(tmp_path):
     declared = resolve_text(tmp_path, SPEC.replace("requests    = 16", "requests    = 16\n  block       = 2"))
     _, plan = plan_for(declared, calibrated, rerun=True, durations=durations)
     assert plan.cost("benchmark.cand").runs_first == 2 * 2 * 2
+
+
+def test_the_budget_estimates_a_launch_from_calibration_then_the_server_then_its_engine_and_model(tmp_path):
+    """The chain of specdsl.plan.budget.launch_cost on recorded durations:
+    the candidate's own recorded launches (20 s to ready, 2 s runs); a
+    `specdsl calibrate` record of it wins over them; a server never
+    launched is estimated from launches of the same engine and model (the
+    launch step's 12 s: the candidate's 20 s has no step content recorded
+    here to tell its engine; runs of 3 s and 2 s of both arms: 2.5 s)."""
+    cfg, graph, state, state_dir = _recorded_durations_state(tmp_path)
+    durations = recorded_durations(state, state_dir, graph)
+    _, plan = plan_for(cfg, state, rerun=True, durations=durations)
+    worst = plan.worst("benchmark.cand")
+    assert (worst.candidate_source, worst.candidate_s) == ("recorded", pytest.approx(20.0 + 2.0))
+    assert (worst.baseline_source, worst.baseline_s) == ("recorded", pytest.approx(12.0 + 3.0))
+    assert "from recorded launches of this server" in render_text(plan)
+    calibrated = state.with_run(RunRecord(id="cal", step="calibrate.cand", identity="c", experiment="cand", status="completed",
+                                          started="t", metrics={"cost.launch_s": 30.0, "cost.run_s": 5.0}))
+    _, plan = plan_for(cfg, calibrated, rerun=True, durations=durations)
+    worst = plan.worst("benchmark.cand")
+    assert (worst.candidate_source, worst.candidate_s) == ("calibrated", pytest.approx(35.0))
+    assert worst.baseline_source == "recorded"  # base has no calibration of its own
+    assert "from `specdsl calibrate cand`" in render_text(plan)
+    other = resolve_text(tmp_path, SPEC.replace('server.tiny { args = { attention-backend = "flashinfer" } }',
+                                                'server.tiny { args = { attention-backend = "fa3" } }'))
+    graph2, _ = plan_for(other)
+    _, plan = plan_for(other, state, durations=recorded_durations(state, state_dir, graph2))
+    worst = plan.worst("benchmark.cand")
+    assert (worst.candidate_source, worst.candidate_s) == ("same engine and model", pytest.approx(12.0 + 2.5))
+    assert worst.seconds_most == pytest.approx(worst.pairs_most * (worst.baseline_s + worst.candidate_s))

@@ -4,7 +4,7 @@ when it is new: a re-apply that decides the same thing writes nothing."""
 
 from __future__ import annotations
 
-from specdsl.apply import cache_hits, judge, validity
+from specdsl.apply import budget, cache_hits, judge, validity
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.bench.validity import valid_document
@@ -44,6 +44,7 @@ class Check:
         raw = document_of(run, state_dir) if run is not None and run.folder else None
         verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool(raw and raw.get("pairs")))
         verdict = validity.stopped_verdict(verdict, raw)  # launches that did not settle stopped the pairs
+        verdict = budget.annotate(verdict, raw)  # stopped by its budget: what a decision would still cost
         with walk.mutex:
             walk.verdicts[ctx.addr] = verdict
             walk.result.verdicts.append((exp.name, verdict))

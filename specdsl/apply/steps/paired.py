@@ -36,6 +36,7 @@ import attrs
 
 from specdsl import bench, secrets, servers
 from specdsl.apply import bursts, gpus, run_conditions, validity
+from specdsl.apply.budget import Spending
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import cache_facts, command_stack, localize, localize_command, medians_of_runs
 from specdsl.bench.datasets import local_dataset
@@ -87,6 +88,7 @@ class _Pairing:
     side_by_side: bool = False  # both arms of a pair up at once
     shared: dict = attrs.Factory(dict)  # measured in blocks shared with other comparisons: {"with", "leader", "folder"}
     stopped: str = ""  # why measuring stopped before the verdicts were decided (launches that did not settle)
+    budget: dict = attrs.Factory(dict)  # why its budget stopped it in this apply (apply.budget), else empty
 
     def complete_pairs(self) -> list:
         return [p for p in self.pairs if len(p["blocks"]) == 2]
@@ -106,6 +108,8 @@ class _Pairing:
             out["shared"] = self.shared
         if self.stopped:
             out["stopped"] = self.stopped
+        if self.budget:
+            out["budget"] = self.budget
         return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
 
     @classmethod
@@ -470,12 +474,15 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     ends: list = [None]
     i = len(lead.complete_pairs())
     active = list(comps)
+    spending = Spending.of(ctx, comps)  # no pair past a budget (apply/budget.py)
     try:
         while True:
-            active = [c for c in active if c.wants(i)]
+            active = spending.allowed(i, [c for c in active if c.wants(i)])
             if not active:
                 break
+            began = time.monotonic()
             measure_block(i, active, max([c.first for c in active] + [i + 1]))
+            spending.charge(i, active, time.monotonic() - began)
             i += 1
     except _Stopped as stopped:  # the pairs so far are the result; its undecided verdicts say why
         _cleanup(stop_all, ctx)
