@@ -39,6 +39,17 @@ Scenarios (the noise of the double: `--launch-sd`, `--noise`,
   `--story-blocks 1,4` replays it once per `block` (runs per launch) the
   story's workload declares, interleaved (default: none declared).
 
+- bursts (`--bursts N`, issue 33): N times each, two applies at once on
+  this machine (today's and the new design's, started together; with
+  `--new-only` two of the new design's), against the stdlib drifting
+  server (tests/apply/walk_double.py with `--work`: a CPU-bound server, so
+  the other apply's work and the machine's slow its readings) read by a
+  user's command: `gain`, the candidate `--burst-effect` (1.24) faster,
+  `>= 1.10` must PASS and `>= 1.40` FAIL; `aa`, the same speed against
+  `>= 1.0` (any PASS or FAIL is false). With only `--bursts` (`--aa 0
+  --power 0 --story 0`), `--write` replaces the section "Bursts: two
+  applies at once on 2 cores (issue 33)" of docs/benchmarks.md.
+
 `--new-only` runs the working tree alone (no worktree of the old design).
 
 Launches are the apply's own count (`launches` in its JSON) and are checked
@@ -69,6 +80,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOUBLE = ROOT / "tests" / "apply" / "decision_double.py"
+WALK_DOUBLE = ROOT / "tests" / "apply" / "walk_double.py"
+WALK_PROBE = ROOT / "tests" / "apply" / "walk_probe.py"
+BURSTS = {"gain": ("ratio", {"faster": "pass", "not40": "fail"}), "aa": ("aa", {})}
 SECTION = "## Decisions through apply: today's design against the new one"
 STORY = {"baseline": 1.0, "upgrade": 0.94, "fix": 1.05}
 STORY_EXPECTED = {"upgrade": "fail", "fix": "pass"}
@@ -107,6 +121,39 @@ def spec_text(speeds: dict[str, float], candidates: dict[str, float], life: Path
     return text
 
 
+def burst_spec(scenario: str, life: Path, seed: int, args) -> str:
+    """The issue-33 burst scenario: the stdlib drifting server
+    (tests/apply/walk_double.py: `--drift` per second of wall time from the
+    spec's epoch, `--noise` CV per reading, `--work` million steps of CPU
+    work per reading that scale it: a CPU-bound server, which other work on
+    the machine slows) measured by a user's command
+    (tests/apply/walk_probe.py, one reading a run); `gain`: the candidate
+    `--burst-effect` faster, `>= 1.10` must PASS and `>= 1.40` FAIL; `aa`:
+    the same speed, `>= 1.0` (any PASS or FAIL is false)."""
+    epoch = time.time()
+    effect = args.burst_effect if scenario == "gain" else 1.0
+
+    def server(name: str, speed: float, k: int) -> str:
+        argv = [sys.executable, str(WALK_DOUBLE), "{port}", "--speed", f"{speed:g}", "--life", str(life), "--drift",
+                f"{args.burst_drift:g}", "--epoch", f"{epoch:.3f}", "--noise", f"{args.burst_noise:g}", "--seed", str(seed * 2 + k)]
+        argv += ["--work", f"{args.burst_work:g}"] if args.burst_work else []
+        items = ", ".join(json.dumps(a) for a in argv)
+        return f'server "{name}" {{\n  engine = "command"\n  model = "m"\n  command = [{items}]\n  ready_timeout = 30s\n}}\n'
+
+    probe = ", ".join(json.dumps(a) for a in [sys.executable, str(WALK_PROBE), "{base_url}"])
+    text = ('host "a" {}\nstack "sys" {\n  python = "system"\n}\n' + server("b", 100.0, 0) + server("c", 100.0 * effect, 1) +
+            f'workload "w" {{\n  command = [{probe}]\n  runs = {args.burst_runs}\n  max_runs = {args.burst_max_runs}\n  timeout = 60s\n'
+            '  metric "tps" { regex = "tps: ([0-9.]+)" }\n}\n'
+            'experiment "base" {\n  host = host.a\n  stack = stack.sys\n  server = server.b\n  workload = workload.w\n}\n'
+            'experiment "cand" {\n  host = host.a\n  stack = stack.sys\n  server = server.c\n  workload = workload.w\n'
+            '  baseline = experiment.base\n')
+    if scenario == "gain":
+        text += '  assert "faster" { tps >= baseline.tps * 1.10 }\n  assert "not40" { tps >= baseline.tps * 1.40 }\n'
+    else:
+        text += '  assert "faster" { tps >= baseline.tps * 1.0 }\n'
+    return text + "}\n"
+
+
 class Side:
     def __init__(self, name: str, root: Path, scratch: Path) -> None:
         self.name, self.root = name, root
@@ -133,8 +180,12 @@ class Side:
             return {"error": f"exit {proc.returncode}, no JSON: {proc.stderr.strip()[-400:]}", "wall_s": time.monotonic() - t0}
         verdicts = {v["experiment"]: (v["verdict"], (v.get("evidence") or {}).get("n"), _interval(v.get("evidence") or {}))
                     for v in doc.get("verdicts", []) if v.get("assertion") == "faster"}
+        every = {v["assertion"]: (v["verdict"], (v.get("evidence") or {}).get("n"), _interval(v.get("evidence") or {}))
+                 for v in doc.get("verdicts", []) if v.get("experiment") == "cand"}
+        runs = [r for b in doc.get("benchmarks", ()) if b.get("addr") == "benchmark.cand" for r in b.get("runs", ())]
         out = {"exit": doc.get("exit_code", proc.returncode), "launches": doc.get("launches"), "life_launches": starts,
-               "wall_s": doc.get("wall_s", time.monotonic() - t0), "verdicts": verdicts}
+               "wall_s": doc.get("wall_s", time.monotonic() - t0), "verdicts": verdicts, "assertions": every,
+               "invalid_runs": doc.get("invalid_runs"), "runs": len(runs)}
         if out["launches"] != starts:
             out["warning"] = f"apply counted {out['launches']} launches, the life file {starts}"
         return out
@@ -292,6 +343,69 @@ def run(args, sides: list[Side], scratch: Path) -> list[dict]:
     return records
 
 
+def run_bursts(args, sides: list[Side], scratch: Path) -> list[dict]:
+    """The burst scenarios: for each index, `gain` then `aa`, each as two
+    applies at once on this machine (today's and the new design's, started
+    together, the same seed; with --new-only two of the new design's)."""
+    import threading
+
+    records = []
+    pair = sides if len(sides) == 2 else [sides[0], sides[0]]
+    for i in range(args.bursts):
+        for scenario in ("gain", "aa"):
+            seed = args.seed * 10_000 + i
+            got: list[dict] = [{}, {}]
+
+            def one(k: int, side: Side) -> None:
+                folder = scratch / f"bursts-{scenario}-{i}-{side.name}-{k}"
+                text = burst_spec(scenario, folder / "life.txt", seed, args)
+                got[k] = dict(side.apply(folder, text, args.timeout), side=side.name, scenario=f"bursts-{scenario}", index=i)
+
+            threads = [threading.Thread(target=one, args=(k, side)) for k, side in enumerate(pair)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            for rec in got:
+                records.append(rec)
+                shown = rec.get("error") or (f"exit {rec['exit']}, {rec['launches']} launches, {rec['wall_s']:.1f}s, "
+                                             f"{rec['invalid_runs']} invalid runs, {rec['assertions']}")
+                print(f"bursts-{scenario} {i} {rec['side']}: {shown}", flush=True)
+    return records
+
+
+def burst_rows(records: list[dict], sides: list[str]) -> list[str]:
+    lines = ["| design | scenario | applies | decided as wanted | verdicts | pairs per apply | invalid runs (measured again) per apply "
+             "| launches per apply | wall s per apply |", "|---|---|---|---|---|---|---|---|---|"]
+    for side in sides:
+        for scenario, wanted in BURSTS.items():
+            rs = [r for r in records if r["side"] == side and r["scenario"] == f"bursts-{scenario}"]
+            ok = [r for r in rs if "error" not in r]
+            if not rs:
+                continue
+            if scenario == "gain":
+                good = sum(all(r["assertions"].get(a, ("missing",))[0] == v for a, v in wanted[1].items()) for r in ok)
+                seen = "; ".join(f"{a} ({'PASS' if v == 'pass' else 'FAIL'} wanted): " + ", ".join(
+                    f"{x.upper()} {sum(r['assertions'].get(a, ('missing',))[0] == x for r in ok)}"
+                    for x in ("pass", "fail", "inconclusive", "error")) for a, v in wanted[1].items())
+                label = f"x{BURSTS_EFFECT[0]:g}, `>= 1.10` and `>= 1.40`"
+            else:
+                false = sum(r["assertions"].get("faster", ("missing",))[0] in ("pass", "fail") for r in ok)
+                good = len(ok) - false
+                seen = ", ".join(f"{x.upper()} {sum(r['assertions'].get('faster', ('missing',))[0] == x for r in ok)}"
+                                 for x in ("pass", "fail", "inconclusive", "error"))
+                label = "A/A, `>= 1.0`"
+            lines.append(f"| {side} | {label} | {len(rs)}" + (f" ({len(rs) - len(ok)} errors)" if len(rs) > len(ok) else "")
+                         + f" | {share(good, len(ok))} | {seen} "
+                         f"| {mean_text([r['assertions'].get('faster', (None, None))[1] for r in ok])} "
+                         f"| {mean_text([r.get('invalid_runs') or 0 for r in ok])} "
+                         f"| {mean_text([r['launches'] for r in ok])} | {mean_text([r['wall_s'] for r in ok])} |")
+    return lines
+
+
+BURSTS_EFFECT = [1.24]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--aa", type=int, default=8, help="A/A applies per design")
@@ -321,8 +435,16 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="the workload's runs (first pairs)")
     ap.add_argument("--max-runs", type=int, default=6, help="the workload's max_runs (pairs at most)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds an apply may take")
+    ap.add_argument("--bursts", type=int, default=0, help="burst scenarios: pairs of applies at once, of each kind")
+    ap.add_argument("--burst-effect", type=float, default=1.24, help="the burst scenario's real gain")
+    ap.add_argument("--burst-drift", type=float, default=0.07, help="the drifting server's drift per second")
+    ap.add_argument("--burst-noise", type=float, default=0.02, help="the drifting server's jitter (CV per reading)")
+    ap.add_argument("--burst-work", type=float, default=1.0, help="the drifting server's CPU work per reading (million steps)")
+    ap.add_argument("--burst-runs", type=int, default=5)
+    ap.add_argument("--burst-max-runs", type=int, default=15)
     ap.add_argument("--write", action="store_true", help="write the table to docs/benchmarks.md")
     args = ap.parse_args(argv)
+    BURSTS_EFFECT[0] = args.burst_effect
     t0 = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="bench-decisions-"))
     try:
@@ -332,16 +454,62 @@ def main(argv=None) -> int:
                 old = args.old.resolve() if args.old else stack.enter_context(old_tree(args.old_ref, scratch))
                 sides.insert(0, Side("today", old, scratch))
             records = run(args, sides, scratch)
+            bursts = run_bursts(args, sides, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     wall = time.monotonic() - t0
     summary = {side: summarise(records, side) for side in (("new",) if args.new_only else ("today", "new"))}
     body = table(summary, args)
+    if args.bursts:
+        body += ["", *burst_rows(bursts, ["new"] if args.new_only else ["today", "new"])]
+    if not (args.aa or args.power or args.story):
+        body = burst_rows(bursts, ["new"] if args.new_only else ["today", "new"]) if args.bursts else body
     print("\n".join(body))
     print(f"\n{wall:.0f} s")
-    if args.write:
-        write_section(args, body, records, wall)
+    if args.write and (args.aa or args.power or args.story):
+        write_section(args, table(summary, args), records, wall)
+    if args.write and args.bursts:
+        write_bursts(args, burst_rows(bursts, ["new"] if args.new_only else ["today", "new"]), bursts, wall)
     return 0
+
+
+BURST_SECTION = "## Bursts: two applies at once on 2 cores (issue 33)"
+
+
+def write_bursts(args, rows: list[str], records: list[dict], wall: float) -> None:
+    """Replace (or add) the burst section of docs/benchmarks.md."""
+    head = subprocess.run(["git", "-C", str(args.new), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(args.new), "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
+    head += " with uncommitted changes" if dirty else ""
+    flags = f" --aa 0 --power 0 --story 0 --bursts {args.bursts}"
+    flags += f" --old-ref {args.old_ref}" if not args.new_only and not args.old else ""
+    flags += "".join(f" --{k.replace('_', '-')} {getattr(args, k):g}" for k, v in (
+        ("burst_effect", 1.24), ("burst_drift", 0.07), ("burst_noise", 0.02), ("burst_work", 1.0), ("burst_runs", 5),
+        ("burst_max_runs", 15)) if getattr(args, k) != v)
+    machine = (f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, shared with other "
+               f"helpers' runs (load average {os.getloadavg()[0]:.1f} at the end)")
+    text = "\n".join([
+        BURST_SECTION, "",
+        f"Command: `python benchmarks/bench_decisions.py --write{flags}` ({wall / 60:.0f} minutes). Machine: {machine}. "
+        f"Today's design: the code at {args.old_ref if not args.old else 'a given checkout'}; new: the working tree at {head}. "
+        "Each row's applies ran two at a time (today's and the new design's apply of one scenario started together, "
+        "the same seed), through `specdsl apply --json`, against the stdlib drifting server (tests/apply/walk_double.py: "
+        f"drift {args.burst_drift:g} per second of wall time, jitter CV {args.burst_noise:g} per reading, "
+        f"{args.burst_work:g} million steps of CPU work per reading scaling it: a CPU-bound server that other work slows) "
+        f"read by a user's command (tests/apply/walk_probe.py); `runs = {args.burst_runs}`, `max_runs = {args.burst_max_runs}`. "
+        f"Gain: the candidate x{args.burst_effect:g}, `tps >= baseline.tps * 1.10` must PASS and `* 1.40` FAIL; A/A: the "
+        "same speed against `>= 1.0`, where any PASS or FAIL is false. Shares with a Wilson 95% interval; per apply as mean (sd).",
+        "", *rows, ""])
+    path = ROOT / "docs" / "benchmarks.md"
+    doc = path.read_text()
+    if BURST_SECTION in doc:
+        start = doc.index(BURST_SECTION)
+        nxt = doc.find("\n## ", start + len(BURST_SECTION))
+        doc = doc[:start] + text + (doc[nxt + 1:] if nxt != -1 else "")
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text
+    path.write_text(doc if doc.endswith("\n") else doc + "\n")
 
 
 def write_section(args, body: list[str], records: list[dict], wall: float) -> None:

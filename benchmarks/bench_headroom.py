@@ -48,6 +48,10 @@ def measure(base_url: str, out: Path, **kw) -> dict:
         "p50_ttft_ms": round(m["p50_ttft_ms"], 3),
         "p99_ttft_ms": round(m["p99_ttft_ms"], 3),
         "client_cpu_ms_per_request": round(cpu / sent * 1000, 3),
+        # the run's own headroom record (specdsl.bench.monitor) and whether it was a measurement
+        "client": {k: v for k, v in result.runs[0].client.items() if k in (
+            "busy", "achieved_concurrency", "asked_concurrency", "achieved_rate", "asked_rate", "late_p90_ms", "loop_lag_p50_ms")},
+        "invalid": result.runs[0].invalid,
         "wall_s": round(wall, 2),
     }
 

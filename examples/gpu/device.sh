@@ -112,7 +112,7 @@ start)
     rm -rf $code && mkdir -p $code
     tar cf - --exclude __pycache__ specdsl grammar examples/gpu examples/quickstart/tiny-llama benchmarks/gpu | tar xf - -C $code
     echo "$(date -u +%T) unpacked in $(( $(date +%s) - t0 )) s" >> $log
-    [ -f $model/config.json ] || python3 benchmarks/gpu/make_model.py $model >> $log 2>&1
+    [ -f $model/config.json ] || [ -n "${SKIP_MODEL:-}" ] || python3 benchmarks/gpu/make_model.py $model >> $log 2>&1
     echo "$(date -u +%T) model at $(( $(date +%s) - t0 )) s" >> $log
     unpack_parts "$arg"
     setsid nohup bash $code/examples/gpu/device.sh pipeline "${3:-sglang-fix sglang-upgrade vllm}" < /dev/null >> $log 2>&1 &
@@ -170,11 +170,11 @@ pipeline)
         vllm-decide)
             # FLASHINFER against TRITON_ATTN on the quiet set-up: the 8B-shaped model, 32 streams of
             # 256 tokens (GPU-bound), 3 runs an arm a launch, a first look at 2 pairs, at most 4
-            until_ready /tmp/vllm.ready 600
             [ -f /tmp/llama8b/config.json ] || python3 $code/benchmarks/gpu/make_model.py /tmp/llama8b 8b
+            until_ready /tmp/vllm.ready 600
             mkdir -p /tmp/story-vllm8b && cp -n $code/examples/gpu/vllm.spec /tmp/story-vllm8b/ && cd /tmp/story-vllm8b
             dvars=(-var vsite=$vsite -var model=/tmp/llama8b -var cuda_home="$cuda_home" -var concurrency=32
-                   -var len=256 -var block=3 -var pairs=${DECIDE_PAIRS:-4})
+                   -var len=256 -var block=3 -var pairs=${DECIDE_PAIRS:-4} -var warmup_time=60s -var tolerance=3%)
             stage "vllm 8b: plan"; specdsl plan vllm.spec --target vllm-flashinfer "${dvars[@]}"
             stage "vllm 8b: apply flashinfer against triton"
             specdsl apply vllm.spec --yes --target vllm-flashinfer "${dvars[@]}"; echo "apply exit $?"

@@ -61,6 +61,9 @@ class Walk:
     # scheduler gave it; machine key -> ids that servers of earlier applies hold
     gpus: dict[str, tuple[int, ...]] = attrs.Factory(dict)
     gpus_held: dict[str, frozenset] = attrs.Factory(dict)
+    # machine key -> (nvidia-smi, the sampling fields it knows), or why its
+    # GPUs are not sampled during runs (specdsl.apply.run_conditions)
+    gpu_samplers: dict[str, Any] = attrs.Factory(dict)
     mutex: threading.Lock = attrs.Factory(threading.Lock)
     # paired benchmarks measured in shared blocks (apply/steps/paired.py):
     # the addresses a walk has started or claimed, and what a block leader

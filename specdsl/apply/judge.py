@@ -25,8 +25,9 @@ Ratio and absolute assertions are *gating*: those of one experiment are
 corrected together (Holm), each decided at its Holm level; with adaptive
 pairs, at the look's level of the sequential schedule. A gating assertion
 on a result with a client-bound run is ERROR (the client, not the server,
-may have set the numbers); a run far from the others of its arm is named in
-the detail (specdsl.verdict.outliers).
+may have set the numbers), and so is a paired ratio or difference whose
+arms ran at different prefix-cache hit rates (apply.cache_hits); a run far
+from the others of its arm is named in the detail (specdsl.verdict.outliers).
 """
 
 from __future__ import annotations
@@ -58,14 +59,18 @@ class Measured:
     baseline_note: str = ""  # for a baseline not measured alongside
     baseline_missing: str = ""  # why there is no baseline to compare with (the ERROR's detail)
     client_bound: str = ""  # a run the client may have limited (specdsl.bench.monitor): no gating verdict on it
+    cache_mismatch: str = ""  # the arms' prefix-cache hit rates differ (apply.cache_hits): no comparison decided
     looks: dict = attrs.field(factory=dict)  # the look schedule the pairs were measured under (result.json "looks")
     extra: int = 0  # pairs beyond max_runs this apply may measure (`apply --more N`)
 
 
 def client_bound_of(*docs: dict | None) -> str:
-    """The first `client-bound: ...` warning of the runs of result documents, as `run N: ...`, or ''."""
+    """The first `client-bound: ...` warning of the valid runs of result
+    documents (an invalid run is not a measurement), as `run N: ...`, or ''."""
     for doc in docs:
         for run in (doc or {}).get("runs", ()):
+            if run.get("invalid"):
+                continue
             for w in run.get("warnings", ()):
                 if str(w).startswith("client-bound:"):
                     return f"run {run.get('index', '?')}: {w}"
@@ -114,6 +119,8 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
     if measured.client_bound:
         return Verdict(name, Status.ERROR, f"not decided: the client may have limited the numbers ({measured.client_bound})",
                        gating=True)
+    if measured.cache_mismatch and measured.pairs and shape.kind in ("ratio", "difference"):
+        return Verdict(name, Status.ERROR, f"not decided: {measured.cache_mismatch}", gating=True)
     try:
         if shape.kind == "ratio":
             k = _constant(shape.k, env) if shape.k is not None else 1.0

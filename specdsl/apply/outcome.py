@@ -96,6 +96,7 @@ class ApplyResult:
     busy: float = 0.0  # time when at least one step was running
     state_failure: str = ""  # the state file could not be written: what is and is not recorded
     invalid_runs: int = 0  # benchmark runs made in this apply that are not measurements (specdsl.bench.validity)
+    dropped_launches: int = 0  # launches whose warm-up did not settle, never measured (specdsl.bench.steady)
 
     @property
     def overhead(self) -> float:

@@ -5,6 +5,11 @@ rules are specdsl.bench.validity's; the watch is specdsl.apply.server_watch).
   counts only the valid ones (`runs`, `metrics`) and names the others
   (`invalid`), apply warns, and the closing summary counts them. A
   re-apply makes the runs that are missing (plan sees fewer than wanted).
+- A launch whose steady warm-up did not settle (specdsl.bench.steady) is
+  dropped, never measured: counted in the closing summary, its reason and
+  log lines said; a lone benchmark fails with them (`launch_dropped`), a
+  paired one replaces the launch (specdsl.apply.steps.paired) and, when it
+  had to stop, its undecided verdicts say why (`stopped_verdict`).
 - A server lost during its benchmark fails the step (exit 5) with what was
   lost and when. The valid runs that ended before it are recorded as the
   result (a completed record of their own), so a re-apply relaunches the
@@ -78,8 +83,9 @@ def note_left_out(ctx: StepContext, doc: dict) -> None:
     left = excluded_pairs(doc)
     if not left:
         return
-    with ctx.walk.mutex:
-        ctx.walk.result.invalid_runs += len(invalid_runs(doc))
+    bad = {i for i, _ in invalid_runs(doc)}
+    with ctx.walk.mutex:  # those of their blocks (a run a burst hit and measured again is counted apart: apply.bursts)
+        ctx.walk.result.invalid_runs += len({i for p in doc.get("pairs", ()) for b in p.get("blocks", ()) for i in b.get("runs", ())} & bad)
     ctx.walk.result.warn(f"{ctx.addr}: {len(left)} of {len(doc.get('pairs', ()))} pairs left out of every verdict, both arms' "
                          "blocks (an invalid run): " + "; ".join(f"pair {i + 1} ({why})" for i, why in left))
 
@@ -142,3 +148,31 @@ def annotate(verdict: Verdict, note: str, valid_n: int, paired: bool) -> Verdict
         unit = "pairs" if paired else "runs"
         return attrs.evolve(verdict, detail=f"too few valid {unit}: {valid_n} valid ({note}); {verdict.detail}")
     return attrs.evolve(verdict, detail=f"{verdict.detail}; {note}")
+
+
+class LaunchDropped(StepFailed):
+    """A lone benchmark's launch did not settle: nothing was measured."""
+
+
+def launch_dropped(ctx: StepContext, exc, log_path: str, folder) -> None:
+    """Count a benchmark's dropped launch (bench.Unsettled `exc`) and fail
+    the step with its reason and the compile lines its log gained."""
+    with ctx.walk.mutex:
+        ctx.walk.result.dropped_launches += 1
+    lines = "".join(f"\n    {line}" for line in exc.log_lines[-5:])
+    raise LaunchDropped(f"launch dropped, never measured: {exc.reason} (server log: {log_path}); a re-apply launches "
+                        f"again (raise `warmup_time` or `warmup_tolerance` if the server is steady only later){lines}",
+                        str(folder))
+
+
+def stopped_verdict(verdict: Verdict, doc: dict | None) -> Verdict:
+    """A verdict on a paired result whose measuring stopped (launches that
+    did not settle: the result's `stopped`): one its pairs did not decide
+    is INCONCLUSIVE with the reason; a decided one keeps its status and
+    says it."""
+    why = (doc or {}).get("stopped")
+    if not why:
+        return verdict
+    if verdict.status in (Status.ERROR, Status.INCONCLUSIVE):
+        return attrs.evolve(verdict, status=Status.INCONCLUSIVE, detail=f"stopped: {why}; {verdict.detail}")
+    return attrs.evolve(verdict, detail=f"{verdict.detail}; measuring stopped after it: {why}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-from specdsl.bench.results import METRICS, BenchError, BenchResult, RunResult, stamped
+from specdsl.bench.results import METRICS, BenchError, BenchResult, RunResult, Unsettled, stamped
 
 # The package face is lazy: the load generator (aiohttp, an SSL context built
 # at import: ~0.6 s) and the command runner load on first use, so a module
@@ -42,5 +42,5 @@ def __getattr__(name: str):
     return value
 
 
-__all__ = ["METRICS", "BenchError", "BenchResult", "RunResult", "run_benchmark", "run_command_workload", "stamped", "warm_up",
-           "warmup_requests"]
+__all__ = ["METRICS", "BenchError", "BenchResult", "RunResult", "Unsettled", "run_benchmark", "run_command_workload", "stamped",
+           "warm_up", "warmup_requests"]

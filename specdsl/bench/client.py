@@ -183,6 +183,7 @@ async def stream_request(
         record.reason = f"network error ({type(exc).__name__})"
     finally:
         _SENT.reset(token)
+        record.end_s = time.perf_counter() - t0
     return "".join(pieces)
 
 

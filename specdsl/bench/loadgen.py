@@ -14,11 +14,20 @@ Every run sends fresh prompts (seeded from the workload's seed and the
 run's index; a JSONL file's own prompts excepted: see
 specdsl.bench.datasets) on the same schedule. Warmup requests (`warmup` of
 them, at most `concurrency` at a time, with prompts of their own) run once
-before the first run and are not recorded. Before each run the server's
+before the first run and are not recorded; with `warmup_time` (or
+`warmup_tolerance`) the warm-up is steady: it ramps up to the workload's
+concurrency, then sends slices of it until two agree and the server's log
+(`jit`, a probe from the caller) shows no compile during them, or raises
+`Unsettled` (specdsl.bench.steady). A compile line inside a measured run
+makes the run invalid (specdsl.bench.validity). Before each run the server's
 prefix cache is reset where its engine offers a way (`ServerSide`, from the
-adapter) and its Prometheus counters are read, and again after the run
+adapter; the workload's `prefix_cache`, "reset" by default: "warm" and
+"off" ask nothing, a refused reset makes the run invalid) and its
+Prometheus counters are read, and again after the run
 (specdsl.bench.serverside); the client's own load is measured during it
-(specdsl.bench.monitor). Between runs the client waits `cooldown` seconds.
+(specdsl.bench.monitor: a run it limited is invalid), and the run watches
+(specdsl.bench.conditions) are told when it begins and ends. Between runs
+the client waits `cooldown` seconds.
 Each run's requests go to `run-N.requests.jsonl` in `out_dir` and the whole
 result, with the request settings (specdsl.bench.settings), to
 `result.json`.
@@ -31,22 +40,26 @@ import json
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from specdsl import private
 from specdsl.bench.client import make_session
+from specdsl.bench.conditions import RunWatch
 from specdsl.bench.datasets import Prompt, PromptSource, Tokenizer, load_tokenizer
 from specdsl.bench.lengths import short_outputs_warning
-from specdsl.bench.steady import unsteady_warning
-from specdsl.bench.monitor import LoopMonitor, client_warnings, merge_clients, schedule_lateness_ms, worker_warnings
+from specdsl.bench.steady import (DEFAULT_BOUND_S, jit_lines, settled, slice_rate, unsettled_reason,
+                                  unsteady_warning)
+from specdsl.bench.monitor import (LoopMonitor, achieved_concurrency, achieved_rate, client_limits, lag_warnings, merge_clients,
+                                   schedule_lateness_ms)
 from specdsl.bench.quirks import BASIC, ClientQuirks, exact_len_fields
 from specdsl.bench.serverside import NOTHING, ServerSide, read_metrics, reset_cache, run_figures
 from specdsl.bench.settings import request_settings
 from specdsl.bench.timings import RequestTiming, write_records
-from specdsl.bench.results import BenchError, BenchResult, RunResult, describe_failures, stamped
-from specdsl.bench.validity import run_invalid
+from specdsl.bench.results import BenchError, BenchResult, RunResult, Unsettled, describe_failures, stamped
+from specdsl.bench.settings import steady_tolerance
+from specdsl.bench.validity import jit_invalid, run_invalid
 from specdsl.bench.runner import StreamRunner
 from specdsl.bench.stats import compute_metrics
 from specdsl.bench.workers import WorkerPool, closed_jobs, open_jobs
@@ -128,6 +141,8 @@ def run_benchmark(
     stop: threading.Event | None = None,
     server: ServerSide = NOTHING,
     first_run: int = 0,
+    watches: Sequence[RunWatch] = (),
+    jit: Callable[[], list] | None = None,
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
@@ -137,16 +152,24 @@ def run_benchmark(
     no usage. `server` (from the adapter) says how to reset the server's
     prefix cache and which of its Prometheus counters to read. `first_run`
     is the index of the first run made here (runs accumulate: a run's
-    prompts follow its index). Writes per-request records under `out_dir`.
+    prompts follow its index). `watches` are told when each run begins and
+    ends (specdsl.bench.conditions: the GPUs sampled); what each saw is kept
+    with the run, and a run one of them finds disturbed is invalid. `jit()`
+    returns the compile lines the server's log gained since it was last
+    called (each with `kind` and `line`: specdsl.servers.jit); None: the
+    log is not read. Writes per-request records under `out_dir`.
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
     counts), or when `stop` is set before the end; the runs that ended
     before it are the error's `runs`. A run whose failures exceed the
     workload's `max_failed`, or whose outputs ended short of an exact
-    length, is marked invalid (specdsl.bench.validity)."""
+    length, or during which the log shows a compile, is marked invalid
+    (specdsl.bench.validity). A steady warm-up that did not settle raises
+    `Unsettled` (a BenchError) before any run."""
     _check_workload(workload)
-    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run)
+    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit)
+    bench.watches = tuple(watches)
     try:
         runs = _run_loop(bench.session(bench.all_runs))
     except BenchError as exc:
@@ -167,18 +190,20 @@ def warm_up(
     tokenizer: str | None = None,
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
-) -> dict[str, float]:
+    jit: Callable[[], list] | None = None,
+) -> dict[str, Any]:
     """Only the warm-up of `workload` (see `_Bench.warm_up`) against the
     server at `base_url`: what a paired benchmark sends once after each
     launch, before the runs of both arms alternate. Nothing is measured or
-    written but the folder; returns {"requests", "ok", "seconds"}. Raises
-    BenchError when every warm-up request failed, or on `stop`."""
+    written but the folder; returns what `_Bench.warm_up` does. Raises
+    BenchError when every warm-up request failed, or on `stop`; Unsettled
+    when a steady warm-up did not settle."""
     _check_workload(workload)
-    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0)
+    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit)
     return _run_loop(bench.session(bench.warm_up))
 
 
-def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run):
+def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None):
     """(the _Bench of one call, the request settings it uses)."""
     out_dir = Path(out_dir)
     private.make_dirs(out_dir)
@@ -190,7 +215,9 @@ def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, st
                                 request_body(first_prompts[0], model, quirks, workload.ignore_eos))
     runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
     say = progress or (lambda _msg: None)
-    return _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run), settings
+    bench = _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run)
+    bench.jit = jit or (lambda: [])
+    return bench, settings
 
 
 class _Bench:
@@ -202,22 +229,26 @@ class _Bench:
         self.tok, self.out_dir, self.say, self.server, self.base_url, self.first_run = tok, out_dir, say, server, base_url, first_run
         self.pool: WorkerPool | None = None  # the worker processes, when the streams are spread over several
         self.done: list[RunResult] = []  # the runs that ended, in order
+        self.watches: tuple[RunWatch, ...] = ()  # told when each run begins and ends (specdsl.bench.conditions)
+        self.jit: Callable[[], list] = lambda: []  # the compile lines the server's log gained since the last call
 
     async def measure(self, bodies: list[bytes], n: int, offsets: list[float] | None,
-                      texts: dict[int, str], measured: bool = False) -> tuple[list[RequestTiming], float, dict[str, Any]]:
-        """Send `n` requests (closed loop, or open on the schedule `offsets`)
-        in this process or spread over the workers: (records, duration,
-        the client's own load)."""
+                      texts: dict[int, str], measured: bool = False,
+                      concurrency: int | None = None) -> tuple[list[RequestTiming], float, dict[str, Any]]:
+        """Send `n` requests (closed loop at `concurrency`, the workload's
+        when None, or open on the schedule `offsets`) in this process or
+        spread over the workers: (records, duration, the client's own load)."""
         w, runner = self.w, self.runner
+        streams = concurrency or w.concurrency
         if self.pool is not None:
-            shares = (closed_jobs(bodies, n, w.concurrency, self.pool.count) if offsets is None
+            shares = (closed_jobs(bodies, n, streams, self.pool.count) if offsets is None
                       else open_jobs(bodies, offsets, self.pool.count))
             records, got, duration, workers = await runner.until_stopped(self.pool.run(shares))
             texts.update(got)
             client = merge_clients(workers)
         else:
             if offsets is None:
-                coro = runner.closed_loop([(i, bodies[i % len(bodies)]) for i in range(n)], w.concurrency, texts,
+                coro = runner.closed_loop([(i, bodies[i % len(bodies)]) for i in range(n)], streams, texts,
                                           seconds=getattr(w, "duration", None) if measured else None)
             else:
                 coro = runner.open_loop([(i, bodies[i % len(bodies)], t) for i, t in enumerate(offsets)], texts)
@@ -230,6 +261,11 @@ class _Bench:
         if offsets is not None:
             ordered = sorted(records, key=lambda r: r.i)
             client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
+            client.update(achieved_rate([r.start_s for r in records], w.rate))
+        elif measured:
+            seconds = getattr(w, "duration", None)
+            asked = w.concurrency if seconds else min(w.concurrency, n)
+            client.update(achieved_concurrency([(r.start_s, r.end_s) for r in records], asked, seconds))
         return records, duration, client
 
     async def session(self, work):
@@ -259,42 +295,81 @@ class _Bench:
             self.done.append(await self.one_run(self.first_run + k, k))
         return list(self.done)
 
-    async def warm_up(self) -> dict[str, float]:
-        """At least one full wave of requests at the workload's concurrency
-        (`warmup` requests, raised to `concurrency` when fewer: one request
+    async def warm_up(self) -> dict[str, Any]:
+        """The warm-up after a launch; none of it is measured, and a warm-up
+        whose every request failed ends the benchmark. `warmup = 0` (and no
+        `warmup_time`) sends none.
+
+        Without `warmup_time` and `warmup_tolerance`: `warmup` requests at
+        the workload's concurrency, at least one full wave (one request
         alone left a server cold, its first measured run slow by 1.6-2.4x,
-        docs/verdicts.md), then batches of `concurrency` requests until
-        `warmup_time` has passed since the warmup began: a count alone did
-        not warm a continuous-batching server on a GPU (docs/gpu-run.md).
-        `warmup = 0` (and no `warmup_time`) sends none. None of them is
-        measured; a warmup whose every request failed ends the benchmark.
-        Returns {"requests", "ok", "seconds"}."""
-        w, runner = self.w, self.runner
-        seconds = w.warmup_time or 0.0
-        if w.warmup <= 0 and seconds <= 0:
+        docs/verdicts.md). With either, a steady warm-up (`steady`).
+        Returns {"requests", "ok", "seconds"}, and for a steady one its
+        slices' rates, its compile lines and `settled`."""
+        w = self.w
+        if steady_tolerance(w) is not None:
+            return await self.steady()
+        if w.warmup <= 0:
             return {"requests": 0, "ok": 0, "seconds": 0.0}
         count = warmup_requests(w)
-        self.say(f"warmup: {count} requests at concurrency {w.concurrency}"
-                 + (f", then batches of {w.concurrency} for {seconds:g}s" if seconds > 0 else ""))
+        self.say(f"warmup: {count} requests at concurrency {w.concurrency}")
+        start = time.monotonic()
+        records = await self.warm_batch(count, "warmup", w.concurrency)
+        return {"requests": len(records), "ok": sum(1 for r in records if r.ok), "seconds": round(time.monotonic() - start, 3)}
+
+    async def warm_batch(self, count: int, label: str, concurrency: int) -> list[RequestTiming]:
+        """`count` warm-up requests of prompts of their own (`label`: a
+        prefix cache must not make the warm-up cheap) at `concurrency`."""
+        prompts, _ = self.source.prompts(count, label)
+        records, _, _ = await self.measure(self.bodies(prompts), count, None, {}, concurrency=concurrency)
+        if records and not any(r.ok for r in records):
+            reasons = describe_failures(_reasons(records))
+            raise BenchError(f"warmup: all {len(records)} requests to {self.runner.url} failed: {reasons}")
+        return records
+
+    async def steady(self) -> dict[str, Any]:
+        """The steady warm-up (specdsl.bench.steady): a ramp of waves at
+        concurrency 1, 2, 4, ... below the workload's, then slices of
+        `slice_requests` requests at its concurrency, until the last two
+        slices' output throughputs agree within the tolerance and the
+        server's log gained no compile line during either; raises
+        Unsettled when `warmup_time` (the most it may take; unset: 300 s)
+        passes first."""
+        w = self.w
+        tolerance, bound = steady_tolerance(w), float(w.warmup_time or DEFAULT_BOUND_S)
+        size = slice_requests(w)
+        self.say(f"warmup: ramp to concurrency {w.concurrency}, then slices of {size} requests until two agree within "
+                 f"{tolerance:.2%} with no compile in the server's log (at most {bound:g}s)")
         start = time.monotonic()
         sent = ok = 0
-        batch = 0
+        self.jit()  # what the log says before the warm-up (the startup) is not the warm-up's
+        seen: list = []
+        for level in ramp_levels(w.concurrency):
+            records = await self.warm_batch(level, f"warmup-ramp-{level}", level)
+            sent, ok = sent + len(records), ok + sum(1 for r in records if r.ok)
+        seen += self.jit()
+        rates: list[float] = []
+        events: list[list] = []
         while True:
-            if count > 0:  # each batch its own prompts: a prefix cache must not make the warmup cheap
-                prompts, _ = self.source.prompts(count, "warmup" if batch == 0 else f"warmup-{batch}")
-                records, _, _ = await self.measure(self.bodies(prompts), count, None, {})
-                sent += len(records)
-                ok += sum(1 for r in records if r.ok)
-                if records and not any(r.ok for r in records):
-                    reasons = describe_failures(_reasons(records))
-                    raise BenchError(f"warmup: all {len(records)} requests to {runner.url} failed: {reasons}")
-            if time.monotonic() - start >= seconds:
-                break
-            count, batch = w.concurrency, batch + 1
-        took = time.monotonic() - start
-        if seconds > 0:
-            self.say(f"warmup: {ok} of {sent} requests in {took:.1f}s")
-        return {"requests": sent, "ok": ok, "seconds": round(took, 3)}
+            began = time.monotonic()
+            records = await self.warm_batch(size, f"warmup-{len(rates)}", w.concurrency)
+            took = time.monotonic() - began
+            sent, ok = sent + len(records), ok + sum(1 for r in records if r.ok)
+            rates.append(slice_rate(records, took))
+            events.append(self.jit())
+            seen += events[-1]
+            done = {"requests": sent, "ok": ok, "seconds": round(time.monotonic() - start, 3),
+                    "slices": [round(r, 3) for r in rates], "tolerance": tolerance,
+                    "jit": [f"{e.kind}: {e.line[:300]}" for e in seen[:10]], "jit_lines": len(seen)}
+            if settled(rates, events, tolerance):
+                self.say(f"warmup: settled after {len(rates)} slices in {done['seconds']:.1f}s ({ok} of {sent} requests; "
+                         f"last two {rates[-2]:.4g}, {rates[-1]:.4g} tok/s)"
+                         + (f"; {jit_lines(seen)} before it" if seen else ""))
+                return done | {"settled": True}
+            if time.monotonic() - start >= bound:
+                reason = unsettled_reason(rates, events, tolerance, bound)
+                self.say(f"warmup: {reason}")
+                raise Unsettled(reason, tuple(e.line for e in seen[-10:]), done | {"settled": False})
 
     async def one_run(self, index: int, k: int) -> RunResult:
         w, runner, session = self.w, self.runner, self.runner.session
@@ -303,11 +378,14 @@ class _Bench:
                                               else f"{w.requests} requests"))
         prompts, prompt_record = self.source.prompts(w.requests, index)
         bodies = self.bodies(prompts)
-        cache = await reset_cache(session, self.base_url, self.server, runner.headers)
+        cache = await self.reset(session)
         before, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         texts: dict[int, str] = {}
         offsets = None if w.rate is None else arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
-        records, duration, client = await self.measure(bodies, w.requests, offsets, texts, measured=True)
+        self.jit()  # the log's lines before the run are not the run's
+        conditions, disturbed = await self.watched(index, self.measure(bodies, w.requests, offsets, texts, measured=True))
+        records, duration, client = conditions.pop(None)
+        compiled = self.jit()
         after = None
         if before is not None:
             after, status = await read_metrics(session, self.base_url, self.server, runner.headers)
@@ -321,8 +399,10 @@ class _Bench:
             raise BenchError(f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}")
         server_metrics, server_record = run_figures(self.server, before, after)
         metrics.update(server_metrics)
-        # one process: its own figures; several: each worker's (the run is client-bound if any is)
-        warnings = client_warnings(client, metrics) if "workers" not in client else worker_warnings(client["workers"], metrics)
+        # one process: its own figures; several: each worker's (the run is client-bound if any is).
+        # Its CPU, concurrency or schedule short of the workload's: invalid; its timers late: a warning
+        bound = client_limits(client, metrics)
+        warnings = lag_warnings(client, metrics)
         short = short_outputs_warning(records, [p.output_len for p in prompts],
                                       bool(exact_len_fields(self.quirks, w.ignore_eos, 1)))
         if short:
@@ -333,7 +413,12 @@ class _Bench:
             warnings.append(unsteady)
         if status.startswith("unavailable"):  # a warning, not a failed run: the run has no server metrics
             warnings.append(f"no server metrics: {status}")
-        invalid = run_invalid(metrics, w, short)
+        if cache.startswith("not offered:"):  # the engine has a cache this server will not empty
+            warnings.append(f"prefix-cache: not emptied before the run ({cache}): it started from the cache the earlier"
+                            " runs left")
+        failed_reset = (f'prefix-cache: not emptied before the run (prefix_cache = "reset"): {cache}'
+                        if cache.startswith("failed") else "")
+        invalid = "; ".join(x for x in (run_invalid(metrics, w, short), *bound, failed_reset, *disturbed, jit_invalid(compiled)) if x)
         for warning in warnings:
             self.say(f"run {k + 1}/{w.runs}: {warning}")
         if invalid:
@@ -344,7 +429,69 @@ class _Bench:
         )
         return RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path),
                          prompts=prompt_record, cache_reset=cache, server={"metrics": status, **server_record},
-                         client=client, warnings=warnings, invalid=invalid)
+                         client=client, conditions=conditions, warnings=warnings, invalid=invalid)
+
+    async def reset(self, session) -> str:
+        """What became of the server's prefix cache before a run: emptied
+        for `prefix_cache = "reset"` (the default; a refusal while the last
+        run's requests are still let go is asked again, twice, 0.5 s apart),
+        else not asked."""
+        mode = getattr(self.w, "prefix_cache", None) or "reset"
+        if mode != "reset":
+            return f'not asked (prefix_cache = "{mode}")'
+        for attempt in range(_RESET_TRIES):
+            cache = await reset_cache(session, self.base_url, self.server, self.runner.headers)
+            if not cache.startswith("failed") or attempt == _RESET_TRIES - 1:
+                return cache
+            await self.runner.until_stopped(asyncio.sleep(_RESET_WAIT_S))
+        return cache
+
+    async def watched(self, index: int, coro) -> tuple[dict, list[str]]:
+        """Await `coro` (a run's requests) between the watches' begin and
+        end: ({None: what `coro` gave, key: each watch's record}, their
+        reasons). A watch is ended even when `coro` raises (a sampler must
+        not outlive its run); what it says then is dropped."""
+        began = []
+        try:
+            for watch in self.watches:
+                await asyncio.to_thread(watch.begin, index)
+                began.append(watch)
+            value = await coro
+        except BaseException:
+            coro.close()  # not started when a watch's begin failed
+            for watch in began:
+                try:
+                    await asyncio.to_thread(watch.end, index)
+                except Exception:  # the run's own error is the one to report
+                    pass
+            raise
+        out: dict = {None: value}
+        reasons = []
+        for watch in began:
+            record, why = await asyncio.to_thread(watch.end, index)
+            out[watch.key] = record
+            reasons.append(why)
+        return out, reasons
+
+
+_RESET_TRIES = 3
+_RESET_WAIT_S = 0.5
+
+
+def slice_requests(workload: Any) -> int:
+    """The requests of one slice of a steady warm-up: `warmup`, at least
+    two waves of `concurrency` (one wave's throughput is mostly its tail)."""
+    return max(workload.warmup, 2 * workload.concurrency)
+
+
+def ramp_levels(concurrency: int) -> list[int]:
+    """The concurrencies a steady warm-up ramps through before its slices:
+    1, 2, 4, ... below `concurrency` (none for 1)."""
+    out, level = [], 1
+    while level < concurrency:
+        out.append(level)
+        level *= 2
+    return out
 
 
 def warmup_requests(workload: Any) -> int:

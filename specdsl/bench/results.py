@@ -30,6 +30,17 @@ class BenchError(Exception):
     runs: tuple = ()
 
 
+class Unsettled(BenchError):
+    """A warm-up that did not leave a steady launch by `warmup_time`
+    (specdsl.bench.steady): the launch is dropped, never measured. `reason`
+    says why; `log_lines` the compile lines the log gained during the
+    warm-up; `warmup` what it sent (as `warm_up` returns)."""
+
+    def __init__(self, reason: str, log_lines: tuple[str, ...] = (), warmup: dict | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.log_lines, self.warmup = reason, log_lines, dict(warmup or {})
+
+
 def _tuple_of_floats(values: Any) -> tuple[float, ...]:
     return tuple(float(v) for v in values)
 
@@ -60,7 +71,11 @@ class RunResult:
     "failed: ..."; see specdsl.bench.serverside); `server` what was read from
     the server's /metrics (`metrics`: "read" or why not; `counters`: each
     counter's increase over the run; `gauges`: values after it); `client`
-    the client's own load (specdsl.bench.monitor); `warnings`, e.g.
+    the client's own load (specdsl.bench.monitor); `conditions` what each
+    run watch saw while it lasted, by its key (`gpu`: the GPUs' clocks,
+    power and slowdowns; specdsl.bench.conditions); `host` what else
+    the machine was doing during the run (specdsl.bench.hostload:
+    `other_cores`, ...; empty where it was not read); `warnings`, e.g.
     `client-bound: ...`. `invalid`: why the run is not a measurement ('':
     valid; specdsl.bench.validity): no verdict reads an invalid run.
     """
@@ -74,6 +89,8 @@ class RunResult:
     cache_reset: str = ""
     server: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     client: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
+    conditions: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
+    host: dict[str, Any] = attrs.field(factory=dict, converter=_plain_dict)
     warnings: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     invalid: str = ""
 
@@ -85,7 +102,7 @@ class RunResult:
             "failures": dict(sorted(self.failures.items())),
             "records_file": self.records_file,
         }
-        for key in ("prompts", "cache_reset", "server", "client"):
+        for key in ("prompts", "cache_reset", "server", "client", "conditions", "host"):
             if getattr(self, key):
                 out[key] = getattr(self, key)
         if self.warnings:
@@ -106,6 +123,8 @@ class RunResult:
             cache_reset=d.get("cache_reset", ""),
             server=d.get("server", {}),
             client=d.get("client", {}),
+            conditions=d.get("conditions", {}),
+            host=d.get("host", {}),
             warnings=d.get("warnings", ()),
             invalid=d.get("invalid", ""),
         )

@@ -65,6 +65,17 @@ def tokenizer_record(spec: str | None) -> dict[str, Any] | None:
     }
 
 
+def steady_tolerance(workload: Any) -> float | None:
+    """The tolerance of a steady warm-up (`warmup_tolerance`, 1% when only
+    `warmup_time` is set); None when the warm-up is a count only."""
+    from specdsl.bench.steady import DEFAULT_TOLERANCE
+
+    tolerance = getattr(workload, "warmup_tolerance", None)
+    if tolerance is not None:
+        return tolerance
+    return DEFAULT_TOLERANCE if getattr(workload, "warmup_time", None) else None
+
+
 def request_settings(workload: Any, url: str, model: str, quirks: ClientQuirks, tokenizer: str | None,
                      source: PromptSource, sample_body: bytes) -> dict[str, Any]:
     """The settings of one benchmark (see the module doc); `sample_body` is
@@ -83,6 +94,7 @@ def request_settings(workload: Any, url: str, model: str, quirks: ClientQuirks, 
         "burstiness": workload.burstiness,
         "warmup": workload.warmup,
         "warmup_time": workload.warmup_time,
+        "warmup_tolerance": steady_tolerance(workload),
         "duration": getattr(workload, "duration", None),
         "client_processes": getattr(workload, "client_processes", None) or 1,
         "input_len": workload.input_len if source.kind == "random" else None,

@@ -6,6 +6,8 @@ File layout (one JSON object per line):
   then one line per measured request (warmup requests are not written):
   {"i": N, "ok": bool, "reason": str|null, "status": int|null,
    "start_s": seconds from the run's start to the request being sent,
+   "end_s": seconds from the run's start to the request's end (its stream
+   read, or its failure; absent in records written before it was kept),
    "chunks_s": [seconds from send to each token-carrying chunk],
    "output_tokens": int, "tokens_from": "usage"|"tokenizer"|"chunks",
    "prompt_tokens": int}
@@ -31,6 +33,7 @@ class RequestTiming:
 
     i: int
     start_s: float = 0.0
+    end_s: float = 0.0  # from the run's start to the request's end (0: not recorded)
     ok: bool = False
     reason: str | None = None
     status: int | None = None
@@ -46,6 +49,7 @@ class RequestTiming:
             "reason": self.reason,
             "status": self.status,
             "start_s": round(self.start_s, 9),
+            "end_s": round(self.end_s, 9),
             "chunks_s": [round(t, 9) for t in self.chunks_s],
             "output_tokens": self.output_tokens,
             "tokens_from": self.tokens_from,
@@ -57,6 +61,7 @@ class RequestTiming:
         return cls(
             i=int(d["i"]),
             start_s=float(d["start_s"]),
+            end_s=float(d.get("end_s", 0.0)),
             ok=bool(d["ok"]),
             reason=d.get("reason"),
             status=d.get("status"),

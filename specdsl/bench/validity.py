@@ -8,7 +8,11 @@ when
 - completed requests ended short of their length where an exact length was
   asked for (specdsl.bench.lengths);
 - its server died or stopped answering during it (apply's watch says so,
-  specdsl.apply.server_watch).
+  specdsl.apply.server_watch);
+- its server's log gained a compile, autotune or CUDA graph capture line
+  during it (`jit_invalid`; the engine's lines: specdsl.facts
+  `jit_patterns`): a kernel compiled inside the run stalled its batch, so
+  the run measured the compiler, not the server.
 
 An invalid run stays in the result document with `"invalid": REASON`
 (nothing measured is lost) but no verdict reads it (`valid_document`), and
@@ -53,6 +57,16 @@ def run_invalid(metrics: dict[str, float], workload: Any, short: str | None = No
     if short:
         reasons.append(short)
     return "; ".join(reasons)
+
+
+def jit_invalid(events) -> str:
+    """Why a run during which the server's log gained compile lines
+    (`events`, each with `kind` and `line`) is invalid; '' for none."""
+    if not events:
+        return ""
+    from specdsl.bench.steady import jit_lines
+
+    return f"a compile during the run: {jit_lines(events)}"
 
 
 def invalid_runs(doc: dict | None) -> list[tuple[int, str]]:

@@ -7,14 +7,15 @@
                    "evidence": {"estimate", "low", "high", "level", "n", "threshold", "op", "mde", "method", ("noise")} | null}],
      "benchmarks": [{"addr", "run", "runs": [{"index", "metrics", "valid", "invalid"?}],
                      "pairs": [{"pair", "blocks": [{"arm": "A"|"B", "runs": [...], "launch": k}]}]}],
-     "invalid_runs": N,
+     "invalid_runs": N, "dropped_launches": N,
      "warnings": [...],
      "state_failure": null | {"message": "...", "servers_left": [{"pid", "pgid"}]}}
 
 A run's `valid` is false, and `invalid` says why, when it is not a
 measurement (specdsl.bench.validity: failed requests above `max_failed`,
 short outputs, its server lost); `invalid_runs` counts those this apply
-made. `state_failure` (added in format 1, always present) is null unless the
+made; `dropped_launches` the launches whose steady warm-up did not settle
+(never measured: docs/verdicts.md, "Steady launches"). `state_failure` (added in format 1, always present) is null unless the
 state file could not be written (exit 5): then `message` is what apply
 prints on stderr (the cause, the serial on disk, what is NOT recorded,
 what to do) and `servers_left` the servers this apply could not stop.
@@ -95,6 +96,7 @@ def render_apply_json(result, plan, state_dir: Path) -> str:
                      for exp, v in result.verdicts],
         "benchmarks": benches,
         "invalid_runs": result.invalid_runs,
+        "dropped_launches": result.dropped_launches,
         "warnings": list(result.warnings),
         "state_failure": _state_failure(result),
     }

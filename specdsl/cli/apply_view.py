@@ -119,7 +119,9 @@ def print_result(result, plan, stream=None, why=None) -> None:
         + f"; {result.launches} server launch{'es' if result.launches != 1 else ''}"
         + f"; checks: {checks['pass']} passed, {checks['fail']} failed, {checks['inconclusive']} inconclusive"
         + f", {checks['error']} error{'s' if checks['error'] != 1 else ''}"
-        + f"; invalid runs: {result.invalid_runs}."
+        + f"; invalid runs: {result.invalid_runs}"
+        + (f"; dropped launches: {result.dropped_launches} (did not settle, never measured)" if result.dropped_launches else "")
+        + "."
     )
     if result.interrupted:
         console.print("Completed steps are recorded; run apply again to resume.")

@@ -42,6 +42,10 @@ DISTRIBUTIONS = {e.name: e.distributions for e in _engines.BY_NAME.values() if e
 # older than the first, or unknown, with the nearest set (the first, or the
 # newest). The release the rows were read from is in each file's header.
 _PATTERN_SETS = {e.name: e.pattern_sets for e in _engines.BY_NAME.values() if e.pattern_sets}
+# The lines that mean a compile, an autotune or a CUDA graph capture, per
+# engine release (one set each today); chosen as the log patterns are.
+_JIT_SETS = {e.name: e.jit_sets for e in _engines.BY_NAME.values() if e.jit_sets}
+JIT_KINDS = ("compile", "autotune", "graph_capture")
 
 
 @attrs.frozen
@@ -67,6 +71,17 @@ class FlagInfo:
 @attrs.frozen
 class LogPattern:
     regex: re.Pattern
+    meaning: str
+    source: str
+
+
+@attrs.frozen
+class JitPattern:
+    """A log line that means a compile, an autotune or a CUDA graph
+    capture (`kind`, one of JIT_KINDS); matched case-blind."""
+
+    regex: re.Pattern
+    kind: str
     meaning: str
     source: str
 
@@ -269,6 +284,44 @@ def log_patterns(engine: str, version: str | None = None) -> tuple[LogPattern, .
     for line in lines[1:]:
         regex, meaning, source = (line.split("\t") + ["", ""])[:3]
         out.append(LogPattern(re.compile(regex), meaning, source))
+    return tuple(out)
+
+
+def _chosen(sets, version: str | None) -> tuple[str, str] | None:
+    """(release, file) of `sets` (oldest first) for a server at `version`:
+    the newest release not after it, the first when it is older than all,
+    the newest when unknown."""
+    if not sets:
+        return None
+    key = _release_key(version) if version else ()
+    if not key:
+        return sets[-1]
+    older = [s for s in sets if _release_key(s[0]) <= key]
+    return older[-1] if older else sets[0]
+
+
+def jit_set(engine: str, version: str | None = None) -> str:
+    """The name of the set of compile lines a server of `engine` at
+    `version` is read with (`vllm 0.26.0`); "" for an engine without one."""
+    chosen = _chosen(_JIT_SETS.get(engine, ()), version)
+    return f"{engine} {chosen[0]}" if chosen else ""
+
+
+@functools.cache
+def jit_patterns(engine: str, version: str | None = None) -> tuple[JitPattern, ...]:
+    """The lines that mean a compile, an autotune or a CUDA graph capture
+    in the log of a server of `engine` at `version` (see `jit_set`); empty
+    for an engine without a set (`command`: specdsl cannot know)."""
+    chosen = _chosen(_JIT_SETS.get(engine, ()), version)
+    if chosen is None:
+        return ()
+    lines = [l for l in _read(chosen[1]).splitlines() if l and not l.startswith("#")]
+    out = []
+    for line in lines[1:]:
+        regex, kind, meaning, source = (line.split("\t") + ["", "", ""])[:4]
+        if kind not in JIT_KINDS:
+            raise ValueError(f"{chosen[1]}: unknown kind {kind!r} (one of {', '.join(JIT_KINDS)})")
+        out.append(JitPattern(re.compile(regex, re.IGNORECASE), kind, meaning, source))
     return tuple(out)
 
 

@@ -559,7 +559,14 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     """`benchmark.E` of a paired experiment: both arms (the baseline's server
     and the candidate's), launched alternately (ABBA BAAB ...) by the step
     itself; its result holds the pairs. Its identity covers both arms'
-    servers and stacks and the workload, with the block size."""
+    servers and stacks and the workload, with the block size. Both arms
+    run the candidate's workload: the baseline's server too is the one it
+    measures (its prefix cache turned off for `prefix_cache = "off"`)."""
+    from specdsl.model.prefix_cache import server_for
+
+    measured = server_for(base.server, exp.workload, base.stack)
+    if measured is not base.server:
+        base = attrs.evolve(base, server=measured)
     prov_b = work.graph.steps[_cells(work)[base.name]["provision"]]
     prov_c = work.graph.steps[_cells(work)[exp.name]["provision"]]
     workload = _content_workload(exp.workload, paired=True)

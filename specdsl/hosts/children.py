@@ -75,3 +75,33 @@ async def end_child(proc: asyncio.subprocess.Process, grace_s: float = 2.0) -> i
         except asyncio.TimeoutError:
             continue
     raise HostError(f"child process {proc.pid} did not end after SIGKILL")
+
+
+def start_helper(argv: Sequence[str]):
+    """Start `argv` as a child of this process (see the module doc) from
+    plain threaded code: a `subprocess.Popen` with text pipes for stdin
+    and stdout, its stderr discarded (a small helper that says what it has
+    on stdout, such as the host-load sampler of specdsl.bench.hostload).
+    End it with `end_helper`. Raises HostError when it cannot start."""
+    import subprocess
+
+    try:
+        return subprocess.Popen([str(a) for a in argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True, preexec_fn=_die_with_parent)
+    except OSError as exc:
+        raise HostError(f"could not start {argv[0]!r}: {exc.strerror or exc}") from exc
+
+
+def end_helper(proc, timeout_s: float = 5.0) -> str | None:
+    """Close a helper's stdin (its signal to finish) and return what it
+    wrote on stdout; None when it did not end within `timeout_s` (then it
+    is killed)."""
+    import subprocess
+
+    try:
+        out, _ = proc.communicate("", timeout=timeout_s)
+        return out
+    except (subprocess.TimeoutExpired, OSError, ValueError):
+        proc.kill()
+        proc.wait()
+        return None

@@ -176,7 +176,10 @@ class Workload:
     """A benchmark.
 
     Built-in load generator when `command` is empty; otherwise the user's own
-    script, run `runs` times, metrics read with `metrics` rules.
+    script, run `runs` times, metrics read with `metrics` rules and/or the
+    `metrics_preset` of an engine's own client (specdsl.facts.bench_clients:
+    the spec's `metrics = "vllm-bench-serve"`). `command_spans` are where
+    each argv item was written (plan's located errors; not compared).
     Durations are seconds. `rate` None means closed loop at `concurrency`.
     """
 
@@ -197,10 +200,15 @@ class Workload:
     # (plan/looks.block_of), 1 when nothing is calibrated
     block: int | None = attrs.field(default=None, metadata={"omit_none": True})
     warmup: int = 1
-    # seconds of warmup after every launch (batches of `concurrency`
-    # requests, after the `warmup` ones, until it has passed); None: none,
-    # and left out of the identity so that older results stay valid
+    # the most seconds a steady warm-up may take after every launch (slices
+    # of the workload until two agree within `warmup_tolerance` and the log
+    # shows no compile, docs/verdicts.md); None (and no tolerance): only the
+    # `warmup` requests, unchecked. Left out of the identity when unset so
+    # that older results stay valid
     warmup_time: float | None = attrs.field(default=None, metadata={"omit_none": True})
+    # how far apart two warm-up slices' throughputs may be and agree (a
+    # fraction); None: 1% when `warmup_time` is set
+    warmup_tolerance: float | None = attrs.field(default=None, metadata={"omit_none": True})
     # seconds a run lasts (closed loop, requests cycling through the prompts
     # of `requests`), instead of a count of requests; None: a count. Left
     # out of the identity when unset.
@@ -212,6 +220,11 @@ class Workload:
     ignore_eos: bool | None = None
     command: tuple[str, ...] = ()
     metrics: tuple[MetricRule, ...] = ()
+    # The engine client whose result file the command writes (`{result_file}`)
+    # and whose fields give the metrics; None: metric rules only (and left
+    # out of the identity, so identities made before it existed stay).
+    metrics_preset: str | None = attrs.field(default=None, metadata={"omit_none": True})
+    command_spans: tuple = attrs.field(default=(), eq=False)
     # Worker processes the built-in client spreads the streams over
     # (specdsl.bench.workers); None is one, the client's own process. Part
     # of the benchmark's identity when set (docs/plan.md); unset, absent
@@ -222,6 +235,11 @@ class Workload:
     # benchmark's identity (it says how runs are read, not what is measured).
     max_failed: int | None = attrs.field(default=None, metadata={"omit_none": True})
     max_failed_fraction: float | None = attrs.field(default=None, metadata={"omit_none": True})
+    # Whether prefix-cache hits are part of what is measured: "reset" (the
+    # client empties the cache before each run; None means it, and is left
+    # out of the identity), "off" (the engine's flag disables the cache),
+    # "warm" (left as the earlier runs leave it). See model.prefix_cache.
+    prefix_cache: str | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

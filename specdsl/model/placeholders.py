@@ -16,7 +16,21 @@ _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 # What each argv template may use (validate checks them: `{prot}` is an error).
 SERVER_COMMAND = ("port", "host", "model")
-WORKLOAD_COMMAND = ("host", "port", "model", "base_url")
+# A command workload also names the stack's environment, so that the
+# engine's own client runs from the stack under test (`{python} -m
+# sglang.bench_serving`, `{bin}/vllm bench serve`): `{python}` its
+# interpreter, `{bin}` the folder of its console scripts; and
+# `{result_file}`, a fresh path per run that the command writes its results
+# to and specdsl reads them from (specdsl.bench.command).
+STACK_ENV = ("python", "bin")
+RESULT_FILE = "result_file"
+WORKLOAD_COMMAND = ("host", "port", "model", "base_url", *STACK_ENV, RESULT_FILE)
+
+
+def uses(argv: Sequence[str], names: Sequence[str] | str) -> bool:
+    """Whether any `{name}` of `names` is in the argv."""
+    wanted = (names,) if isinstance(names, str) else tuple(names)
+    return any(name in wanted for arg in argv for name, _ in found(str(arg)))
 
 
 def found(template: str) -> list[tuple[str, int]]:

@@ -205,21 +205,44 @@ def _unknown_targets(cfg, spec: str, targets) -> list[str]:
 
 def dataset_problems(graph, plan, spec_dir: Path) -> Problems | None:
     """Each dataset file a benchmark to run cannot use, as an error at its
-    workload block, before any server starts; None when there is none."""
+    workload block, and each script its command names that is not there
+    (`script_diagnostics`), before any server starts; None when there is none."""
     from specdsl.bench.datasets import check_dataset
 
     diags, seen = [], set()
     for change in plan.changes:
         step = graph.steps[change.addr]
-        if change.kind != "benchmark" or change.action.word != "run" or step.payload["experiment"].workload in seen:
+        if change.kind != "benchmark" or change.action.word != "run":
             continue
-        workload = step.payload["experiment"].workload
-        seen.add(workload)
+        exp = step.payload["experiment"]
+        workload = exp.workload
+        if (workload, exp.host.ssh) in seen:
+            continue
+        seen.add((workload, exp.host.ssh))
         why = check_dataset(workload, spec_dir)
         if why:
             diags.append(Diagnostic.error(f"Workload `{workload.name}`: its dataset cannot be used", workload.span,
                                           f"{why}; fix the file or `dataset` (nothing was started)"))
+        if exp.host.ssh is None:  # elsewhere the script is the host's (a login node's copies are checked apart)
+            diags += script_diagnostics(workload, spec_dir)
     return Problems.located(diags) if diags else None
+
+
+def script_diagnostics(workload, spec_dir: Path) -> list[Diagnostic]:
+    """An error at each item of a command workload's argv that names a
+    script of the spec's folder that is not there (plan.files.command_scripts)."""
+    from specdsl.plan.files import command_scripts
+
+    diags = []
+    for i, word, path in command_scripts(workload.command, Path(spec_dir)):
+        if path.exists():
+            continue
+        span = workload.command_spans[i] if i < len(workload.command_spans) else workload.span
+        diags.append(Diagnostic.error(
+            f"Workload `{workload.name}`: its command names `{word}`, which is not there", span or workload.span,
+            f"looked for {path} (a relative path in `command` is the spec's folder's); fix the path or add the "
+            "file (nothing was started)"))
+    return diags
 
 
 def login_node_copies(graph, plan, spec_dir: Path) -> tuple[list, Problems | None]:

@@ -9,7 +9,10 @@ folder by `specdsl.plan.durations`), the verdicts from state.
   `warmup_time`) + runs x (recorded seconds of a run + `cooldown`), from
   recordings of the same server (launch identity) and workload; None
   ("unknown") when one of them was never recorded. A plain benchmark's
-  launch counts when its launch step starts a server.
+  launch counts when its launch step starts a server. `cold` says which
+  launch will find its JIT caches empty (`cold_note`: the first of a stack
+  on a host where no launch of it recorded its cache, servers.caches) and
+  compile its kernels: it takes longer than the recorded launches.
 - `Undecided`: a gating verdict recorded INCONCLUSIVE whose benchmark does
   not run in this plan. From the noise its pairs measured (the sd of their
   log ratios, recorded with the verdict: `specdsl.verdict.noise_of`) and
@@ -43,11 +46,12 @@ class Durations:
 
     launch_s: dict[str, float] = attrs.Factory(dict)
     run_s: dict[str, float] = attrs.Factory(dict)
+    caches: frozenset[str] = frozenset()  # `HOST ENV-IDENTITY` of the JIT caches recorded launches filled
 
     @classmethod
-    def of(cls, launches: dict[str, list[float]], runs: dict[str, list[float]]) -> "Durations":
+    def of(cls, launches: dict[str, list[float]], runs: dict[str, list[float]], caches=()) -> "Durations":
         return cls({k: statistics.median(v) for k, v in launches.items() if v},
-                   {k: statistics.median(v) for k, v in runs.items() if v})
+                   {k: statistics.median(v) for k, v in runs.items() if v}, frozenset(caches))
 
 
 def arm_launch_identity(content: dict, arm: str) -> str:
@@ -82,13 +86,15 @@ class Cost:
     seconds_most: float | None = None
     unknown: str = ""
     shares_with: str | None = None  # the benchmark whose baseline launches its first pairs read
+    cold: str = ""  # which launch finds its JIT caches empty (`cold_note`)
 
     def as_json(self) -> dict[str, Any]:
         return {"pairs_first": self.pairs_first, "pairs_most": self.pairs_most,
                 "launches_first": self.launches_first, "launches_most": self.launches_most,
                 "runs_first": self.runs_first, "runs_most": self.runs_most,
                 "seconds_first": _round(self.seconds_first), "seconds_most": _round(self.seconds_most)} | (
-                    {"shares_baseline_launches_with": self.shares_with} if self.shares_with else {})
+                    {"shares_baseline_launches_with": self.shares_with} if self.shares_with else {}) | (
+                    {"cold": self.cold} if self.cold else {})
 
     def line(self) -> str:
         bits = []
@@ -96,7 +102,8 @@ class Cost:
             bits.append(_span(self.pairs_first, self.pairs_most, "pair"))
         bits += [_span(self.launches_first, self.launches_most, "launch"), _span(self.runs_first, self.runs_most, "run")]
         line = ", ".join(bits) + ", " + _time_span(self.seconds_first, self.seconds_most, self.unknown)
-        return line + (f" (baseline launches shared with {self.shares_with})" if self.shares_with else "")
+        line += f" (baseline launches shared with {self.shares_with})" if self.shares_with else ""
+        return line + (f"; {self.cold}" if self.cold else "")
 
 
 @attrs.frozen
@@ -201,6 +208,17 @@ def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, mo
     alone = at_most - now  # past the shared pairs, this comparison may go on alone
     return Cost(addr, block * now, block * now + 2 * block * alone, now, now + launches(alone),
                 now, at_most, seconds(now, 0), seconds(at_most, alone), "; ".join(missing), shares_with=shares_with)
+
+
+def cold_note(stacks: list[tuple[str, str, str]], caches: frozenset[str]) -> str:
+    """`the first launch of stack S on host H is cold (...)` for each
+    (stack name, host key, environment identity) of a benchmark's servers
+    whose JIT cache no recorded launch filled; '' when all are warm."""
+    cold = sorted({(name, host) for name, host, env in stacks if f"{host} {env}" not in caches})
+    if not cold:
+        return ""
+    where = ", ".join(f"stack {name} on host {host}" for name, host in cold)
+    return f"the first launch of {where} is cold (no JIT cache recorded there: it compiles its kernels, slower than recorded)"
 
 
 def plain_cost(addr: str, content: dict, workload, *, runs: int, launch: str | None, durations: Durations) -> Cost:

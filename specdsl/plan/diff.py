@@ -25,6 +25,8 @@ step knows what happens upstream:
 
 from __future__ import annotations
 
+import attrs
+
 import json
 from typing import Any
 
@@ -365,7 +367,7 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
     from specdsl.plan.cost import paired_cost as cost_of_pairs
     from specdsl.plan.cost import plain_cost
 
-    out, launched = [], set()
+    out, launched, said = [], set(), set()  # said: (host, environment) whose cold first launch a cost names
     for addr in running:
         step = graph.steps[addr]
         workload = step.payload["experiment"].workload
@@ -373,22 +375,51 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
         block = block_of(workload, state, step.payload["experiment"].name) if "paired" in step.payload else None
         if "paired" in step.payload and addr in going_on:
             have, budget, _ = going_on[addr]
-            out.append(cost_of_pairs(addr, step.content, workload, done=have, first=1, most=budget, durations=durations,
-                                     block=block))
+            out.append(cold(cost_of_pairs(addr, step.content, workload, done=have, first=1, most=budget, durations=durations,
+                                          block=block), graph, step, durations, said))
             continue
         if "paired" in step.payload:
             first = (want - have) if want is not None else first_pairs(workload)
             group = (shared or {}).get(addr, ())
-            out.append(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload),
-                                     durations=durations, block=block, shares_with=group[0] if group and group[0] != addr else None))
+            out.append(cold(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload),
+                                          durations=durations, block=block,
+                                          shares_with=group[0] if group and group[0] != addr else None), graph, step, durations, said))
             continue
         launch = step.deps[0]
         starts = actions.get(launch) in (Action.CREATE, Action.REPLACE) and launch not in launched
         launched.add(launch)
         runs = (want - have) if want is not None else workload.runs
-        out.append(plain_cost(addr, step.content, workload, runs=runs,
-                              launch=graph.steps[launch].identity if starts else None, durations=durations))
+        cost = plain_cost(addr, step.content, workload, runs=runs,
+                          launch=graph.steps[launch].identity if starts else None, durations=durations)
+        out.append(cold(cost, graph, step, durations, said) if starts else cost)
     return tuple(out)
+
+
+def _host_key(decl) -> str:
+    """The machine a host declaration means, as its `Host.key` reads
+    (specdsl.hosts.registry.host_key; planning imports no host)."""
+    ssh = getattr(decl, "ssh", None)
+    return f"ssh:{ssh}" if ssh else "local"
+
+
+def cold(cost, graph: Graph, step, durations, said: set):
+    """`cost` with the note of the benchmark's launches that find their JIT
+    caches empty (specdsl.plan.cost.cold_note): the first benchmark, in plan
+    order, to launch a stack on a host says it (`said`: those said)."""
+    from specdsl.plan.cost import cold_note
+
+    if "paired" in step.payload:
+        host = _host_key(step.payload["host"])
+        names = [step.payload["paired"].name, step.payload["experiment"].name]
+        provisions = [graph.by_experiment[n]["provision"] for n in names if n in graph.by_experiment]
+    else:
+        launch = graph.steps[step.deps[0]]
+        host, provisions = _host_key(launch.payload["host"]), [launch.deps[0]]
+    stacks = [(p.split(".", 1)[-1], host, graph.steps[p].identity) for p in provisions if p in graph.steps]
+    stacks = [x for x in stacks if (x[1], x[2]) not in said]
+    said.update((x[1], x[2]) for x in stacks)
+    note = cold_note(stacks, durations.caches)
+    return attrs.evolve(cost, cold=note) if note else cost
 
 
 def _undecided(graph: Graph, step, state, index: Index, bench_runs: set[str], durations, spec: str):
@@ -466,7 +497,8 @@ def noise_note(step, state, spec: str, noise_runs: dict | None = None) -> str:
 def command_preview(exp) -> str:
     """A command workload's argv as it will run: `{model}`, `{host}` and
     `{base_url}` expanded, `{port}` left as written (a free port is picked at
-    launch); each argument quoted as a shell would need it, a sensitive
+    launch), as are `{python}`, `{bin}` (the stack's environment, known once
+    provisioned) and `{result_file}` (one per run); each argument quoted as a shell would need it, a sensitive
     value (`--api-key VALUE`) shown as `(sensitive)`."""
     import shlex
 

@@ -6,6 +6,8 @@ cost (`specdsl.plan.cost`). Reads the state and the run folders'
   server's start to ready: specdsl.apply.steps.launch); a paired
   benchmark's result holds one entry per launch, with `launch_s` where it
   was recorded;
+- a JIT cache: a launch run's effective `jit_cache` (`HOST ENV-IDENTITY`,
+  servers.caches), or a paired result's launch entry's;
 - a run: a paired result's launches carry `run_s`, the walk's own timing
   of each run they served (requests, counters, records); else each run of a
   result, `duration_s` where recorded, else the load generator's `duration`
@@ -39,11 +41,15 @@ def recorded_durations(state, state_dir: Path | None, graph=None, wanted: set[st
         return Durations()
     launches: dict[str, list[float]] = {}
     runs: dict[str, list[float]] = {}
+    caches: set[str] = set()
     for run in state.runs:
         if run.status == "completed" and run.step.startswith("launch.") and run.metric(LAUNCH_S) is not None:
             launches.setdefault(run.identity, []).append(run.metric(LAUNCH_S))
+            cache = dict(run.effective).get("jit_cache")
+            if isinstance(cache, str) and cache:
+                caches.add(cache)
     if state_dir is None:
-        return Durations.of(launches, runs)
+        return Durations.of(launches, runs, caches)
     contents: dict[str, dict] = {}
     for record in state.steps:
         if record.kind == "benchmark":
@@ -66,11 +72,12 @@ def recorded_durations(state, state_dir: Path | None, graph=None, wanted: set[st
         doc = _document(Path(state_dir) / run.folder)
         if doc is None:
             continue
+        caches |= {x["jit_cache"] for x in doc.get("launches", ()) if isinstance(x, dict) and isinstance(x.get("jit_cache"), str)}
         try:
             _read(doc, content, launches, runs)
         except (KeyError, TypeError, ValueError):
             continue  # a result this reader does not understand: its durations are not used
-    return Durations.of(launches, runs)
+    return Durations.of(launches, runs, caches)
 
 
 def _keys(content: dict) -> set[str]:

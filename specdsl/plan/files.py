@@ -102,6 +102,31 @@ def dataset_text(dataset: str) -> tuple[str, str] | None:
     return None
 
 
+# What a relative argv word ending so names: a script of the spec's folder
+# even when it is not there (a missing `bench.py` is a mistake, not a name).
+SCRIPT_SUFFIXES = (".py", ".sh", ".bash", ".pl", ".rb", ".js")
+
+
+def command_scripts(argv, spec_dir: Path) -> list[tuple[int, str, Path]]:
+    """(index, word, path here) of each word of a command's argv that names
+    a file of the spec's folder: written as a path (`./bench.sh`,
+    `../tools/x`), ending as a script does (`bench.py`), there or not, or a
+    relative path with a folder in it that is there (`tools/run`). A bare
+    word is a name even when the folder holds one (`vllm bench serve` beside
+    a `bench/` folder), a path with a folder that is not there a name too
+    (`org/model`); options (`-x`, `--out=f.py`) are never scripts. Relative
+    paths of a command are the spec's folder's, as a model's and a
+    dataset's are."""
+    out = []
+    for i, word in enumerate(argv):
+        if word.startswith("-") or "=" in word or not relative(word) or word in (".", ".."):
+            continue
+        path = Path(spec_dir) / word
+        if word.startswith(("./", "../")) or word.endswith(SCRIPT_SUFFIXES) or ("/" in word and path.exists()):
+            out.append((i, word, path))
+    return out
+
+
 def _argv_files(argv, spec_dir: Path, what: str, span) -> list[LocalFile]:
     out = []
     for word in argv:

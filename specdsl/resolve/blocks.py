@@ -158,6 +158,13 @@ def _coerce(name: str, raw: str, decl: str | None, prior: V | None, diags, sourc
                 pass
         diags.append(Diagnostic.error(f"{shown}: expected a number", None))
         return INVALID
+    if isinstance(like, ast.Quantity):  # a duration or a percentage default: the same kind, in spec syntax
+        kind = "a percentage such as 5%" if like.unit == "%" else "a duration such as 30s or 2m"
+        got = _spec_value(name, raw)
+        if isinstance(got, ast.Quantity) and (got.unit == "%") == (like.unit == "%"):
+            return got
+        diags.append(Diagnostic.error(f"{shown}: expected {kind}", None))
+        return INVALID
     if want in ("list", "map"):
         from specdsl.model.build import parse
 
@@ -170,6 +177,16 @@ def _coerce(name: str, raw: str, decl: str | None, prior: V | None, diags, sourc
         value = evaluate(file.statements[0].value, Scope(variables={}, blocks={}), diags)
         return value.value
     return raw
+
+
+def _spec_value(name: str, raw: str) -> Any:
+    """`raw` read as one spec value (None when it is not one)."""
+    from specdsl.model.build import parse
+
+    file, errors = parse(f"v = {raw}\n", f"-var {name}", start="varfile")
+    if errors or file is None or not file.statements:
+        return None
+    return evaluate(file.statements[0].value, Scope(variables={}, blocks={}), []).value
 
 
 def raw_block(kind: str, name: str, blocks, scope: Scope, diags, memo: dict) -> Raw | None:
@@ -290,7 +307,9 @@ def build_typed(kind: str, name: str, raw: Raw, scope: Scope, diags, deferred_ar
             else:
                 deferred_args.append((server, *engine_args))
         return server
-    return schema.build_workload(name, values, raw.span, tuple(metrics), raw.names, diags)
+    command = raw.values.get("command")
+    command_spans = tuple(item.span for item in command.value) if command is not None and isinstance(command.value, list) else ()
+    return schema.build_workload(name, values, raw.span, tuple(metrics), raw.names, diags, command_spans)
 
 
 def apply_override(override: OverrideValue, base: Raw) -> Raw:

@@ -26,6 +26,7 @@ from specdsl.facts import flag_table, pinned_version
 from specdsl.validate.asserts import check_assert
 from specdsl.validate.engine_args import check_args, check_effective, table_warning
 from specdsl.validate.gpus import check_gpus
+from specdsl.validate.prefix_cache import check_prefix_cache
 from specdsl.validate.promotion import check_promotion
 from specdsl.validate.slurm import check_experiments_on_slurm
 
@@ -97,6 +98,7 @@ class _Resolver:
             experiments.extend(self.experiment(name))
         self.unpinned_engine_checks()
         self.cross_checks(experiments)
+        experiments = cache_servers(experiments)
         objects = typed["stack"] + typed["server"] + typed["workload"]
         objects += [x for e in experiments for x in (e.stack, e.server, e.workload)]
         self.sensitive = tuple(sorted(set(self.sensitive) | sensitive_values(objects)))
@@ -411,6 +413,7 @@ class _Resolver:
 
     def cross_checks(self, experiments: list[config.Experiment]) -> None:
         check_gpus(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
+        check_prefix_cache(experiments, self.diags, self._workload_setting_span, lambda exp: self._attr_span(exp.group, "baseline"))
         check_experiments_on_slurm(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
         by_group: dict[str, list[config.Experiment]] = {}
         for exp in experiments:
@@ -463,10 +466,31 @@ class _Resolver:
                 )
             )
 
+    def _workload_setting_span(self, workload: config.Workload) -> Span | None:
+        block = self.blocks["workload"].get(workload.name)
+        item = block.attr("prefix_cache") if block else None
+        return item.value.span if item else workload.span
+
     def _attr_span(self, experiment: str, attr: str) -> Span | None:
         block = self.blocks["experiment"].get(experiment)
         item = block.attr(attr) if block else None
         return item.value.span if item else (block.label_span if block else None)
+
+
+def cache_servers(experiments: list[config.Experiment]) -> list[config.Experiment]:
+    """Each experiment with the server its workload measures: the prefix
+    cache turned off by the engine's flag for `prefix_cache = "off"`
+    (model.prefix_cache). One new server per server and workload."""
+    from specdsl.model.prefix_cache import server_for
+
+    made: dict[tuple[int, int, int], config.Server] = {}
+    out = []
+    for exp in experiments:
+        key = (id(exp.server), id(exp.workload), id(exp.stack))
+        if key not in made:
+            made[key] = server_for(exp.server, exp.workload, exp.stack)
+        out.append(exp if made[key] is exp.server else attrs.evolve(exp, server=made[key]))
+    return out
 
 
 def sensitive_values(objects) -> set[str]:

@@ -45,6 +45,8 @@ class ServerHandle:
     model: str = ""
     health_url: str = ""
     version: str | None = None
+    jit_cache: str = ""  # `HOST ENV-IDENTITY` of the JIT cache folder it was pointed at (servers.caches)
+    cache_cold: bool | None = None  # whether that folder held no earlier launch's kernels
 
     def process(self):
         from specdsl.hosts import ProcessHandle

@@ -20,6 +20,7 @@ from specdsl.hosts import Cancelled, Host, HostError
 from specdsl.hosts.http import session
 from specdsl.model.config import Server
 from specdsl.provision import EnvInfo
+from specdsl.servers import caches
 from specdsl.servers.args import asked_config
 from specdsl.servers.base import LOG_TAIL_LINES, LaunchError, ServerHandle
 from specdsl.servers.logscan import scan_log
@@ -128,7 +129,10 @@ def _launch_once(server: Server, env: EnvInfo, run_dir: Path, *, host: Host, bin
     except ValueError as exc:
         raise LaunchError(str(exc)) from None
     _, version = adapter.distribution(env)
+    cold = caches.prepare(host, env)
     proc_env = {
+        # the JIT caches of this host and stack, unless the stack or the server points them elsewhere
+        **caches.cache_env(env, set(env.env) | {k for k, _ in server.env}),
         **env.env,
         **{k: str(v) for k, v in server.env},
         "VIRTUAL_ENV": env.path,
@@ -158,7 +162,7 @@ def _launch_once(server: Server, env: EnvInfo, run_dir: Path, *, host: Host, bin
     handle = ServerHandle(
         pid=proc.pid, pgid=proc.pgid, port=port, bind=bind, base_url=base_url, log_path=str(log_path),
         argv=tuple(argv), engine=server.engine, model=server.model, health_url=adapter.health_url(server, base_url),
-        version=version,
+        version=version, jit_cache=caches.cache_key(host, env), cache_cold=cold,
     )
     track(handle, host)
     try:
@@ -175,6 +179,7 @@ def _launch_once(server: Server, env: EnvInfo, run_dir: Path, *, host: Host, bin
             if isinstance(exc, PortTaken):
                 exc.retry = False  # not while its processes may still run
         raise
+    caches.mark(host, env)  # its kernels are in the folder now: the next launch of this stack here is warm
     say(f"{server.engine} server {server.name} ready at {base_url}")
     return handle
 

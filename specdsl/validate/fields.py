@@ -125,6 +125,19 @@ def failure_limit(v: V, diags, name) -> Any:
                 "failed requests a run may have and still be a measurement (docs/language.md)")
 
 
+def fraction(v: V, diags, name) -> Any:
+    """A share above 0 and below 1: `1%` or `0.01`."""
+    x = v.value
+    if isinstance(x, ast.Quantity) and x.unit == "%":
+        x = x.fraction()
+    elif isinstance(x, ast.Quantity) or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return _err(diags, f"`{name}` must be a fraction (`1%`, `0.01`), not {type_name(v.value)}", v.span)
+    if not 0 < x < 1:
+        return _err(diags, f"`{name}` must be above 0% and below 100%, not {x * 100:g}%", v.span,
+                    "how far apart two warm-up slices may be and still agree: `1%` (docs/language.md)")
+    return float(x)
+
+
 def enum(*choices: str) -> Check:
     def check(v: V, diags, name):
         x = v.value
@@ -175,6 +188,22 @@ def command_list(allowed: tuple[str, ...]) -> Check:
         return INVALID if bad else argv
 
     return check
+
+
+def metrics_preset(v: V, diags, name) -> Any:
+    """The name of an engine client's result format (specdsl.facts.bench_clients):
+    an unknown one is an error at the value, with did-you-mean."""
+    from specdsl.facts.bench_clients import preset_names
+
+    x = v.value
+    if not isinstance(x, str):
+        return _err(diags, f"`{name}` must be a string, not {type_name(x)}", v.span)
+    known = preset_names()
+    if x not in known:
+        hint = did_you_mean(x, known) or ""
+        listed = "presets: " + ", ".join(f'"{k}"' for k in known)
+        return _err(diags, f'Unknown metrics preset "{x}"', v.span, f"{hint} ({listed})" if hint else listed)
+    return x
 
 
 def _inside(item: V, offset: int, length: int) -> Span | None:

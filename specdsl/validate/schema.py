@@ -17,8 +17,8 @@ from specdsl.facts import ENGINES
 from specdsl.model import ast, config
 from specdsl.model.placeholders import SERVER_COMMAND, WORKLOAD_COMMAND
 from specdsl.model.values import INVALID, V
-from specdsl.validate.fields import (Check, boolean, command_list, duration, enum, failure_limit, gpu_count_or_ids,
-                                     integer, number, scalar_map, ssh_target, str_list, str_map, string)
+from specdsl.validate.fields import (Check, boolean, command_list, duration, enum, failure_limit, fraction, gpu_count_or_ids,
+                                     integer, metrics_preset, number, scalar_map, ssh_target, str_list, str_map, string)
 from specdsl.validate.slurm import check_host, slurm_settings
 
 
@@ -78,7 +78,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "max_runs": Field(integer(1)),
         "block": Field(integer(1)),
         "warmup": Field(integer(0)),
-        "warmup_time": Field(duration(positive=False)),
+        "warmup_time": Field(duration(positive=False), doc="the most a steady warm-up may take (docs/verdicts.md)"),
+        "warmup_tolerance": Field(fraction, doc="how far apart two warm-up slices may be and agree (default 1%)"),
         "duration": Field(duration(), doc="a run's length in time, requests cycling (instead of a count: runs of one comparison equally long)"),
         "cooldown": Field(duration(positive=False)),
         "timeout": Field(duration()),
@@ -86,8 +87,13 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "endpoint": Field(enum("completions", "chat")),
         "ignore_eos": Field(boolean),
         "command": Field(command_list(WORKLOAD_COMMAND)),
+        "metrics": Field(metrics_preset, doc="read the result file of an engine's own client: \"vllm-bench-serve\" or "
+                                             "\"sglang-bench-serving\" (docs/language.md)"),
         "client_processes": Field(integer(1), doc="worker processes the built-in client spreads the streams over (default 1)"),
         "max_failed": Field(failure_limit, doc="failed requests a valid run may have: a count or a fraction (default 0)"),
+        "prefix_cache": Field(enum("reset", "off", "warm"),
+                              doc="prefix-cache hits in the runs: emptied before each (reset, the default), "
+                                  "the cache turned off, or left warm"),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }
@@ -171,30 +177,40 @@ def build_server(name: str, values: dict, span, spans: dict[str, Span | None], d
     return server
 
 
-def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) -> config.Workload | None:
-    if values.get("command") and not metrics:
+def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags,
+                   command_spans: tuple = ()) -> config.Workload | None:
+    """The workload, or None after reporting why not. `spans` are where
+    each attribute's name was written, `command_spans` where each item of
+    `command` was (kept on the workload for plan's located errors)."""
+    spans = spans if isinstance(spans, dict) else {}
+    preset = values.get("metrics")
+    if values.get("command") and not metrics and not preset:
         diags.append(
             Diagnostic.error(
                 "A workload that runs a command needs at least one `metric` block",
                 span,
-                'add `metric "output_throughput" { regex = "throughput: ([0-9.]+)" }`',
+                'add `metric "output_throughput" { regex = "throughput: ([0-9.]+)" }`, or read an engine client\'s '
+                'result file with `metrics = "vllm-bench-serve"` (docs/language.md)',
             )
         )
         return None
-    if metrics and not values.get("command"):
+    if (metrics or preset) and not values.get("command"):
+        what = "`metrics`" if preset else "`metric` blocks"
         diags.append(
             Diagnostic.error(
-                "`metric` blocks need `command`",
-                span,
-                "metric blocks read the output of your own benchmark script: add `command = [...]`",
+                f"{what} {'needs' if preset else 'need'} `command`",
+                spans.get("metrics") if preset else span,
+                "metrics are read from the output of your own benchmark command: add `command = [...]`",
             )
         )
+        return None
+    if preset and not _preset_fits(preset, values["command"], spans, span, diags):
         return None
     if values.get("max_runs") is not None and values["max_runs"] < values.get("runs", 1):
         diags.append(
             Diagnostic.error(
                 "`max_runs` is below `runs`",
-                spans.get("max_runs") if isinstance(spans, dict) else span,
+                spans.get("max_runs") or span,
                 f"max_runs is the most runs per arm adaptive pairs may reach: give at least runs = {values.get('runs', 1)}",
             )
         )
@@ -204,7 +220,7 @@ def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) 
         diags.append(
             Diagnostic.error(
                 "`duration` runs a closed loop in one client process",
-                spans.get("duration") if isinstance(spans, dict) else span,
+                spans.get("duration") or span,
                 "a run by time keeps `concurrency` streams busy until it has passed; leave out `rate`, "
                 "`client_processes` and `command`, or give `requests` instead of `duration`",
             )
@@ -216,7 +232,40 @@ def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags) 
         values["max_failed_fraction" if kind == "fraction" else "max_failed"] = limit
     if values.get("client_processes") == 1:
         values = {k: v for k, v in values.items() if k != "client_processes"}  # the default: the same benchmark as unset
-    return config.Workload(name=name, span=span, metrics=metrics, **values)
+    values = {k: v for k, v in values.items() if k != "metrics"}
+    return config.Workload(name=name, span=span, metrics=metrics, metrics_preset=preset, command_spans=tuple(command_spans),
+                           **values)
+
+
+def _preset_fits(preset: str, command: tuple, spans: dict, span, diags) -> bool:
+    """A preset reads the file the client writes at `{result_file}`: a
+    command without it is an error (nothing would be read); one that
+    leaves out an option the client needs to write the file, a warning."""
+    from specdsl.facts.bench_clients import presets
+    from specdsl.model.placeholders import RESULT_FILE, uses
+
+    facts = presets()[preset]
+    writes = " ".join(f"{w} {{{RESULT_FILE}}}" if i == len(facts.writes) - 1 else w for i, w in enumerate(facts.writes))
+    if not uses(command, RESULT_FILE):
+        diags.append(
+            Diagnostic.error(
+                f"The `{preset}` metrics read the result file, but `command` does not name `{{{RESULT_FILE}}}`",
+                spans.get("command") or span,
+                f"{facts.client} writes it with `{writes}`: add that to `command`",
+            )
+        )
+        return False
+    for flag in facts.writes:
+        if not any(arg == flag or arg.startswith(flag + "=") for arg in command):
+            diags.append(
+                Diagnostic.warning(
+                    f"`command` does not pass `{flag}`",
+                    spans.get("command") or span,
+                    f"{facts.client} writes its result file with `{writes}`; without `{flag}` the run ends "
+                    "with no result file to read",
+                )
+            )
+    return True
 
 
 def build_metric(block: ast.Block, values: dict, diags) -> config.MetricRule | None:

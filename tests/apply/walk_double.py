@@ -3,14 +3,17 @@ starts in milliseconds, reports a fixed speed, and appends its life to a file.
 
     python walk_double.py PORT --speed TPS --life FILE [--fail-start]
                           [--drift FRACTION_PER_S --epoch T] [--noise CV --seed N]
-                          [--cold FACTOR] [--gpus-file FILE]
+                          [--cold FACTOR] [--gpus-file FILE] [--work N]
 
 `GET /speed` answers `{"tps": TPS}`, or with `--drift` a speed that drifts
 linearly from wall time `--epoch` (the same machine drift for every server
 of a test), and with `--noise` a seeded Gaussian noise of that CV (reproducible: seeded by
 `--seed` and the lives already in the life file, never by the port); with `--cold` the
 first answer of the first life of this speed in the life file is FACTOR times the speed
-(a warm-up the benchmark's warm-up did not cover); `/health` 200; POST answers a
+(a warm-up the benchmark's warm-up did not cover); with `--work N` each answer first
+does N million steps of CPU work and its speed is scaled by how fast they went
+(REF_S_PER_MSTEP x N / the seconds they took: a CPU-bound server, which a burst of other
+work on the machine slows as it would a real one); `/health` 200; POST answers a
 completion. The life file gets `start NAME T` when it listens and
 `stop NAME T` when it is terminated (SIGTERM), so a test can check that no
 two servers were up at once. With `--gpus-file` it also appends
@@ -37,6 +40,8 @@ def _opt(name, default):
 
 DRIFT, EPOCH, NOISE = _opt("--drift", 0.0), _opt("--epoch", 0.0), _opt("--noise", 0.0)
 COLD = _opt("--cold", 1.0)
+WORK = _opt("--work", 0.0)
+REF_S_PER_MSTEP = 0.05  # a nominal pace; both arms of a comparison share it, so ratios do not depend on it
 
 
 def _launches_before() -> int:
@@ -64,8 +69,16 @@ def _first_life() -> bool:
 COLD_LEFT = [1 if COLD != 1.0 and _first_life() else 0]
 
 
+def _work_factor() -> float:
+    began, x = time.perf_counter(), 0
+    for _ in range(int(WORK * 1_000_000)):
+        x += 1
+    return REF_S_PER_MSTEP * WORK / max(1e-6, time.perf_counter() - began)
+
+
 def speed() -> float:
-    value = SPEED * (1 + DRIFT * (time.time() - EPOCH)) if DRIFT else SPEED
+    pace = _work_factor() if WORK else 1.0
+    value = pace * (SPEED * (1 + DRIFT * (time.time() - EPOCH)) if DRIFT else SPEED)
     if COLD_LEFT[0]:
         COLD_LEFT[0] = 0
         value *= COLD

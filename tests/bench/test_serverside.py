@@ -107,6 +107,7 @@ def test_sglang_gauges_and_counters():
     Counter("sglang:cached_tokens_total", "doc", ["model_name"], registry=reg).labels("m").inc(100)
     Gauge("sglang:spec_accept_length", "doc", ["model_name"], registry=reg).labels("m").set(3.2)
     Gauge("sglang:spec_accept_rate", "doc", ["model_name"], registry=reg).labels("m").set(0.55)
+    Gauge("sglang:cache_hit_rate", "doc", ["model_name"], registry=reg).labels("m").set(0.3)
     samples = parse_samples(generate_latest(reg).decode())
     after = {}
     for name, metric in side.counters:
@@ -115,9 +116,11 @@ def test_sglang_gauges_and_counters():
     for name, metric in side.gauges:
         after[name] = samples[metric][0]
     metrics, record = run_figures(side, {"prompt_tokens": 0.0, "cached_prompt_tokens": 0.0}, after)
-    assert metrics["prefix_cache_hit_rate"] == 0.25
+    assert metrics["prefix_cache_hit_rate"] == 0.25  # the run's own counters, not the running gauge
     assert metrics["spec_accept_length"] == 3.2 and metrics["spec_accept_rate"] == 0.55
-    assert record["gauges"] == {"spec_accept_length": 3.2, "spec_accept_rate": 0.55}
+    assert record["gauges"] == {"spec_accept_length": 3.2, "spec_accept_rate": 0.55, "prefix_cache_hit_rate": 0.3}
+    gauge_only, _ = run_figures(side, {}, {"prefix_cache_hit_rate": 0.3})  # no counters: the gauge stands in
+    assert gauge_only == {"prefix_cache_hit_rate": 0.3}
     off, _ = run_figures(side, {}, {"spec_accept_length": 0.0, "spec_accept_rate": 0.0})
     assert off == {}  # a length below 1: speculative decoding is off
 

@@ -1,5 +1,6 @@
-"""`warmup_time`: after the `warmup` requests, batches of `concurrency`
-requests until the time has passed; none of them measured. Against the
+"""The warm-up: `warmup` requests, a full wave at least; with
+`warmup_time` a steady warm-up (tests/bench/test_steady_warmup.py) of
+which it is the bound; none of them measured. Against the
 known-timing double (tests/bench/timed_server.py: 20 ms to the first
 token, 2 ms a token), whose request counter says what was sent."""
 
@@ -27,25 +28,26 @@ def wl(**kw) -> Workload:
     return Workload(**base)
 
 
-def test_batches_until_the_time_has_passed_and_none_is_measured(timed_server, tmp_path):
-    seconds, conc = 0.3, 2
+def test_warmup_time_is_the_most_a_steady_warmup_takes_and_none_is_measured(timed_server, tmp_path):
+    """With `warmup_time` the warm-up is steady (specdsl.bench.steady): a
+    ramp (concurrency 1 below the workload's 2), then slices of
+    max(warmup, 2 x concurrency) requests until two agree; a server of
+    constant timing agrees long before the bound."""
+    seconds, conc = 30.0, 2
     seen: list[str] = []
     before = served(timed_server)
-    result = run_benchmark(wl(warmup=3, warmup_time=seconds, concurrency=conc), timed_server, "m", tmp_path,
-                           progress=seen.append)
+    result = run_benchmark(wl(warmup=3, warmup_time=seconds, warmup_tolerance=0.2, concurrency=conc), timed_server, "m",
+                           tmp_path, progress=seen.append)
     warm = served(timed_server) - before - 4  # the run's own 4 requests
-    # the 3 counted ones, then whole batches of `concurrency`
-    assert warm >= 3 + conc and (warm - 3) % conc == 0, warm
-    # it stopped once the time had passed: a batch takes at least REQUEST_S,
-    # so no more than this many started before the time was up
-    assert warm <= 3 + conc * (math.ceil(seconds / REQUEST_S) + 1), warm
-    done = [s for s in seen if re.match(r"warmup: \d+ of \d+ requests in", s)]
+    slice_n = max(3, 2 * conc)
+    assert warm >= 1 + 2 * slice_n and (warm - 1) % slice_n == 0, warm  # the ramp's 1, then whole slices
+    done = [s for s in seen if s.startswith("warmup: settled after")]
     assert done, seen
-    took = float(re.search(r"in ([\d.]+)s", done[0])[1])
-    assert took >= seconds
+    took = float(re.search(r" in ([\d.]+)s", done[0])[1])
+    assert took < seconds / 3, took
     assert f"{warm} of {warm} requests" in done[0]
     assert result.runs[0].metrics["completed"] == 4  # the warmup is not in any statistic
-    assert result.settings["warmup_time"] == seconds
+    assert result.settings["warmup_time"] == seconds and result.settings["warmup_tolerance"] == 0.2
 
 
 def test_without_it_only_the_counted_requests(timed_server, tmp_path):

@@ -515,3 +515,35 @@ def test_validate_json(tmp_path, capsys):
     assert doc["valid"] is False and doc["format_version"] == 1
     [d] = doc["files"][0]["diagnostics"]
     assert d["summary"] == "`runs` must be >= 1, not 0" and d["range"]["line"] == 2 and d["range"]["col"] == 10
+
+
+DURATION_VARS = """
+variable "wait" { default = 8s }
+variable "tol" { default = 1% }
+host "h" {}
+stack "s" { packages = ["x==1"] }
+server "m" {
+  engine = "vllm"
+  model = "m"
+}
+workload "w" {
+  warmup_time = var.wait
+  warmup_tolerance = var.tol
+}
+experiment "e" {
+  host = host.h
+  stack = stack.s
+  server = server.m
+  workload = workload.w
+}
+"""
+
+
+def test_var_of_a_duration_or_percentage_default_reads_the_same_kind(tmp_path):
+    cfg = ok(tmp_path, DURATION_VARS, variables={"wait": "90s", "tol": "3%"})
+    w = cfg.experiment("e").workload
+    assert w.warmup_time == 90.0 and abs(w.warmup_tolerance - 0.03) < 1e-12
+    r = resolve(tmp_path, DURATION_VARS, variables={"wait": "90", "tol": "3s"})
+    summaries = [d.summary for d in r.diags]
+    assert "-var wait=90: expected a duration such as 30s or 2m" in summaries
+    assert "-var tol=3s: expected a percentage such as 5%" in summaries

@@ -141,3 +141,16 @@ def test_a_login_node_not_reached_leaves_the_copies_unasked(folder, tmp_path, mo
     assert ("Files copied to the login node me@login of host cluster unless already there "
             "(plan does not ask the login node with --no-refresh") in text
     assert "(will copy)" not in text and "(already there)" not in text
+
+
+def test_command_scripts_are_paths_of_the_spec_folder_and_names_stay_names(tmp_path):
+    from specdsl.plan.files import command_scripts
+
+    (tmp_path / "bench").mkdir()  # a folder named as a subcommand: `bench` stays a word
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "run").write_text("")
+    argv = ["{bin}/vllm", "bench", "serve", "run.py", "./go.sh", "../up/x", "tools/run", "org/model", "--out=x.py",
+            "-m", "pkg.mod", "/opt/abs.py", "sub/missing"]
+    found = [(i, w) for i, w, _ in command_scripts(argv, tmp_path)]
+    assert found == [(3, "run.py"), (4, "./go.sh"), (5, "../up/x"), (6, "tools/run")]
+    assert [p for *_, p in command_scripts(["run.py"], tmp_path)] == [tmp_path / "run.py"]

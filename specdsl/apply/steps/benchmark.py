@@ -14,13 +14,15 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
-from specdsl.apply import gpus, validity
+from specdsl.apply import gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
-from specdsl.apply.steps.common import completed, localize, medians_of, planned_reuse
+from specdsl.apply.steps.common import (command_stack, completed, localize, localize_command, medians_of, planned_reuse,
+                                        stack_info)
 from specdsl.bench.datasets import local_dataset
 from specdsl.hosts import Cancelled, host_key
 from specdsl.plan.model import Action
+from specdsl.servers import jit as server_jit
 
 
 class Benchmark:
@@ -51,20 +53,28 @@ class Benchmark:
         prior = [] if walk.plan.rerun else prior_runs(ctx, exp.workload.runs)
         workload = attrs.evolve(exp.workload, runs=exp.workload.runs - len(prior)) if prior else exp.workload
         workload = attrs.evolve(workload, dataset=local_dataset(workload.dataset, walk.spec_dir))
+        workload = localize_command(workload, walk.spec_dir, host)
+        provision = walk.graph.steps[launch].deps[0]
+        stack = command_stack(stack_info(walk, provision, host, workload), exp.stack.env, server) if workload.command else None
         start = gpus.snapshot(walk, host, exp.host, launch, gpus.server_pids(walk, host, exp.host, handle))
         watch = validity.watch(ctx, server.name, handle, host)  # a server lost mid-run fails the step
         try:
             with watch:
                 if workload.command:
                     result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
-                                                        model=server.model, out_dir=folder, stop=watch.stop)
+                                                        model=server.model, out_dir=folder, stop=watch.stop,
+                                                        stack=stack)
                 else:
                     tokenizer = server.model if Path(server.model).is_dir() else None
                     adapter = servers.adapter_for(server.engine)
                     result = bench.run_benchmark(workload, handle.base_url, server.model, folder,
                                                  quirks=adapter.quirks, tokenizer=tokenizer,
                                                  progress=ctx.progress, stop=watch.stop,
-                                                 server=adapter.server_side(), first_run=len(prior))
+                                                 server=adapter.server_side(), first_run=len(prior),
+                                                 watches=run_conditions.watches(walk, host, exp.host, launch, folder),
+                                                 jit=server_jit.probe(handle, host))
+        except bench.Unsettled as exc:  # a launch that did not settle is dropped, never measured
+            validity.launch_dropped(ctx, exc, handle.log_path, folder)
         except (bench.BenchError, Cancelled) as exc:
             if watch.check():
                 validity.server_lost(ctx, watch, prior, getattr(exc, "runs", ()), folder, medians_of)
@@ -93,7 +103,8 @@ class Benchmark:
             walk.result.warn(w)
         metrics = medians_of(validity.valid(result.runs))  # an invalid run is not a measurement
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
-                                                 effective=effective | gpu_facts), runs=len(validity.valid(result.runs)),
+                                                 effective=effective | gpu_facts | run_conditions.during(result.runs)),
+                           runs=len(validity.valid(result.runs)),
                            invalid=validity.invalid_of(result.runs))
         ctx.writer.step_done(step, run)
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
@@ -102,6 +113,7 @@ class Benchmark:
 
 
     def _paired(self, ctx: StepContext) -> Outcome:
+        from specdsl.apply import bursts
         from specdsl.apply.steps import paired
         from specdsl.plan.looks import looks_of
 
@@ -112,15 +124,20 @@ class Benchmark:
         doc, effective = paired.run_paired(ctx, more, looks_of(exp.workload), extra, followers)
         metrics = paired.record(ctx, doc, effective, doc["launches"])
         validity.note_left_out(ctx, doc)  # pairs with an invalid run: no verdict reads them
+        bursts.note_remeasured(ctx, doc)  # runs a burst hit, measured again
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
-        return completed(ctx, f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches; candidate {summary}", str(ctx.folder))
+        dropped = sum(1 for x in doc["launches"] if x.get("dropped"))
+        line = (f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches"
+                + (f" ({dropped} dropped: did not settle)" if dropped else "") + f"; candidate {summary}"
+                + (f"; stopped: {doc['stopped']}" if doc.get("stopped") else ""))
+        return completed(ctx, line, str(ctx.folder))
 
 
 def _wants_more(walk, exp, extra: int):
     """decide_more(doc) of a paired comparison of `exp`: whether, after the
     pairs of `doc`, another pair is needed: before its next look (or the
     first that can decide), or while a gating assertion is undecided."""
-    from specdsl.apply import judge
+    from specdsl.apply import cache_hits, judge
     from specdsl.plan.looks import schedule_for
 
     env = judge_env(walk, exp)
@@ -129,6 +146,7 @@ def _wants_more(walk, exp, extra: int):
         base, cand, pairs = judge.blocks_of(doc, doc.get("effective", {}).get("B", {}))
         looks = doc.get("looks") or {}
         verdicts = judge.judge_experiment(exp, judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
+                                                              cache_mismatch=cache_hits.mismatch(doc),
                                                               looks=looks, extra=extra), env, adaptive=True)
         look = schedule_for(exp.workload, looks, extra)
         if look is not None and len(pairs) not in look.looks():

@@ -4,7 +4,7 @@ when it is new: a re-apply that decides the same thing writes nothing."""
 
 from __future__ import annotations
 
-from specdsl.apply import judge, validity
+from specdsl.apply import cache_hits, judge, validity
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.bench.validity import valid_document
@@ -25,7 +25,8 @@ class Check:
         doc = document_of(run, state_dir) if run is not None and "paired" in bench_step.payload else None
         if doc is not None and doc.get("pairs"):
             base, cand, pairs = judge.blocks_of(doc, effective_of(run))
-            measured, adaptive = judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc)), True
+            measured, adaptive = judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
+                                                cache_mismatch=cache_hits.mismatch(doc)), True
         elif exp.baseline is not None and exp.baseline.kind == "track" and exp.baseline.mode == "paired":
             # paired, but the graph found no configuration to rebuild the track from
             mine = load_results(state, state_dir, bench_step.identity)
@@ -42,6 +43,7 @@ class Check:
         verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
         raw = document_of(run, state_dir) if run is not None and run.folder else None
         verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool(raw and raw.get("pairs")))
+        verdict = validity.stopped_verdict(verdict, raw)  # launches that did not settle stopped the pairs
         with walk.mutex:
             walk.verdicts[ctx.addr] = verdict
             walk.result.verdicts.append((exp.name, verdict))

@@ -9,7 +9,7 @@ from pathlib import Path
 import attrs
 
 from specdsl.bench.results import RunResult
-from specdsl.apply.context import StepContext
+from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome, Reason, Status
 
 
@@ -33,6 +33,53 @@ def localize(server, spec_dir: Path):
     return server
 
 
+def localize_command(workload, spec_dir: Path, host):
+    """A command workload's scripts named relative to the spec's folder
+    (plan.files.command_scripts) made absolute, on this machine's host
+    (elsewhere the command is the host's, or a login node's copies)."""
+    if not workload.command or host.key != "local":
+        return workload
+    from specdsl.plan.files import command_scripts
+
+    argv = list(workload.command)
+    for i, _word, path in command_scripts(argv, Path(spec_dir)):
+        if path.exists():
+            argv[i] = str(path.resolve())
+    return attrs.evolve(workload, command=tuple(argv)) if argv != list(workload.command) else workload
+
+
+def stack_info(walk, provision: str, host, workload):
+    """The environment (provision.EnvInfo) a command workload's `{python}`
+    and `{bin}` name: the one this apply provisioned, else the one recorded
+    under the provision's identity on the host (a server left running:
+    nothing was provisioned); None when the command names neither."""
+    from specdsl.model.placeholders import STACK_ENV, uses
+
+    info = walk.envs.get(provision)
+    if info is not None or not uses(workload.command, STACK_ENV):
+        return info
+    from specdsl.provision import find
+
+    info = find(host, walk.graph.steps[provision].identity)
+    if info is None:
+        raise StepFailed(f"the environment of {provision} is not on {host.key}: the command's `{{python}}` "
+                         "or `{bin}` cannot be given (apply again to build it)")
+    return info
+
+
+def command_stack(info, stack_env, server):
+    """The stack's environment as a command workload sees it
+    (bench.StackEnv): `{python}` and `{bin}` of `info` (an EnvInfo, or None
+    when the command names neither), and the stack's variables, then the
+    server's, for its process (as the server gets them)."""
+    from specdsl.bench.command import StackEnv
+
+    env = {k: str(v) for k, v in dict(stack_env).items()} | {k: str(v) for k, v in server.env}
+    if info is None:
+        return StackEnv(python="", bin="", env=env)
+    return StackEnv(python=info.python, bin=str(Path(info.python).parent), env=env)
+
+
 def medians_of(runs) -> dict[str, float]:
     """Each scalar metric's median across runs (what state records)."""
     names: dict[str, list[float]] = {}
@@ -45,3 +92,11 @@ def medians_of(runs) -> dict[str, float]:
 def medians_of_runs(runs: list[dict]) -> dict[str, float]:
     """Each scalar metric's median across runs (given as result.json runs)."""
     return medians_of(RunResult.from_json(r) for r in runs)
+
+
+def cache_facts(handle) -> dict:
+    """What a launch records of its JIT cache (servers.caches): the folder's
+    key, and whether it was cold; a plan reads which stacks have one."""
+    if not handle.jit_cache:
+        return {}
+    return {"jit_cache": handle.jit_cache, "jit_cache_cold": bool(handle.cache_cold)}

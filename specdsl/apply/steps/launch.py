@@ -18,7 +18,7 @@ from specdsl.apply import gpus
 from specdsl.apply.context import StepContext, StepFailed, Walk
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.refresh import address_now
-from specdsl.apply.steps.common import completed, localize, planned_reuse
+from specdsl.apply.steps.common import cache_facts, completed, localize, planned_reuse
 from specdsl.hosts import HostError, ProcessHandle, host_key
 from specdsl.servers import lifecycle
 from specdsl.state import ServerRecord, utc_now
@@ -101,7 +101,7 @@ class Launch:
         launch_s = time.monotonic() - begun
         record = attrs.evolve(recorded[-1], status="ready")
         run = ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", argv=handle.argv,
-                                    effective=gpus.visible(walk, ctx.addr, step.payload["host"]),
+                                    effective=gpus.visible(walk, ctx.addr, step.payload["host"]) | cache_facts(handle),
                                     metrics={LAUNCH_S: launch_s})
         ctx.writer.step_done(step, run, lambda s: s.with_server(record))
         return completed(ctx, f"ready at {handle.base_url}", handle.log_path)

@@ -3,10 +3,15 @@ on one machine, pair after pair, each pair on two fresh launches (the
 launch is the unit: specdsl.graph.pairs). Both servers of a pair run side
 by side when they fit (their runs alternate ABBA), else one after the
 other; every launch is warmed up at full concurrency before any run a
-verdict reads. After the first `workload.runs` pairs, while a gating
-assertion of the experiment is undecided and the budget (`max_runs` pairs)
-allows, more pairs are added at the looks of the verdicts' schedule
-(repeated looks are accounted for there, see docs/verdicts.md).
+verdict reads. A launch whose steady warm-up did not settle
+(specdsl.bench.steady) is dropped, never measured, and a fresh one of its
+arm replaces it, at most MAX_REPLACED times a pair; then the comparison
+stops with the pairs it has, and its undecided verdicts are INCONCLUSIVE
+with the reason (`stopped` in the result; specdsl.apply.validity). After
+the first `workload.runs` pairs, while a gating assertion of the
+experiment is undecided and the budget (`max_runs` pairs) allows, more
+pairs are added at the looks of the verdicts' schedule (repeated looks are
+accounted for there, see docs/verdicts.md).
 
 The result (`result.json`) holds every run, in the order it ran, with
 `pairs`: for each pair its index, its arms' run indexes, and the launch
@@ -30,9 +35,9 @@ from pathlib import Path
 import attrs
 
 from specdsl import bench, secrets, servers
-from specdsl.apply import gpus, validity
+from specdsl.apply import bursts, gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
-from specdsl.apply.steps.common import localize, medians_of_runs
+from specdsl.apply.steps.common import cache_facts, command_stack, localize, localize_command, medians_of_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
@@ -41,6 +46,21 @@ from specdsl.hosts import Cancelled
 from specdsl.plan.looks import block_of, first_pairs, grid_first, max_runs
 from specdsl.plan.diff import shared_blocks
 from specdsl.plan.model import Action
+from specdsl.servers import jit as server_jit
+
+MAX_REPLACED = 2  # fresh launches that may replace dropped ones of one arm in one pair
+
+
+class _Dropped(Exception):
+    """A launch whose warm-up did not settle (bench.Unsettled): `reason`."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Stopped(Exception):
+    """The comparison stops: a pair's arm did not settle MAX_REPLACED + 1 times."""
 
 
 @attrs.define
@@ -66,13 +86,14 @@ class _Pairing:
     continued: int = 0  # pairs an earlier apply recorded
     side_by_side: bool = False  # both arms of a pair up at once
     shared: dict = attrs.Factory(dict)  # measured in blocks shared with other comparisons: {"with", "leader", "folder"}
+    stopped: str = ""  # why measuring stopped before the verdicts were decided (launches that did not settle)
 
     def complete_pairs(self) -> list:
         return [p for p in self.pairs if len(p["blocks"]) == 2]
 
     def to_json(self, arms: dict[str, str]) -> dict:
         complete = self.complete_pairs()
-        keep = {i for p in complete for b in p["blocks"] for i in b["runs"]}
+        keep = {i for p in complete for b in p["blocks"] for i in b["runs"] + b.get("remeasured", [])}
         runs = [r for r in self.runs if r.index in keep]
         from specdsl import __version__
 
@@ -83,6 +104,8 @@ class _Pairing:
             out["continued"] = self.continued
         if self.shared:
             out["shared"] = self.shared
+        if self.stopped:
+            out["stopped"] = self.stopped
         return out | ({"gpu_facts": self.gpu_facts} if self.gpu_facts else {})
 
     @classmethod
@@ -194,9 +217,13 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     block = block_of(workload, ctx.writer.state, exp.name)
     warnings: list[str] = []
     warned: set = set()
-    w_run = attrs.evolve(workload, runs=1, warmup=0, warmup_time=None,
-                         dataset=local_dataset(workload.dataset, walk.spec_dir))
-    w_warm = attrs.evolve(w_run, warmup=workload.warmup, warmup_time=workload.warmup_time)
+    probes: dict[str, object] = {}  # label -> the compile lines its server's log gains (servers.jit)
+    # a run of one arm: no warm-up of its own (a tolerance alone would make each run's warm-up steady)
+    w_run = localize_command(attrs.evolve(workload, runs=1, warmup=0, warmup_time=None, warmup_tolerance=None,
+                                          dataset=local_dataset(workload.dataset, walk.spec_dir)),
+                             walk.spec_dir, host)
+    w_warm = attrs.evolve(w_run, warmup=workload.warmup, warmup_time=workload.warmup_time,
+                          warmup_tolerance=workload.warmup_tolerance)
 
     def shown(label: str) -> str:
         """How messages name an arm: A, or B (each comparison's candidate is its arm B)."""
@@ -221,7 +248,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             up[label] = (handle, n)
             walk.result.launches += 1
             launched[n].update({"argv": list(handle.argv), "log": str(folder / sub.name / "server.log"),
-                                "launch_s": round(time.monotonic() - began, 3)})
+                                "launch_s": round(time.monotonic() - began, 3)} | cache_facts(handle))
             if side_by_side and any(gpu_of.values()):  # each arm on its own GPUs
                 launched[n][gpus.VISIBLE] = ",".join(map(str, gpu_of[label]))
             else:
@@ -289,41 +316,75 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     def warm(i: int, label: str) -> None:
         handle, n = up[label]
         arm = arms[label]
-        if workload.command or (workload.warmup <= 0 and not workload.warmup_time):
+        probes[label] = server_jit.probe(handle, host)  # from here on: its startup is not the warm-up's
+        if workload.command or (workload.warmup <= 0 and not workload.warmup_time and workload.warmup_tolerance is None):
             return
         tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
         say = lambda m: ctx.progress(f"pair {i + 1} arm {shown(label)}: {m}")  # noqa: E731
         try:
             got = bench.warm_up(w_warm, handle.base_url, arm.server.model, folder / f"warmup-{n}-{label}",
                                 quirks=servers.adapter_for(arm.server.engine).quirks, tokenizer=tokenizer,
-                                progress=say, stop=ctx.stop)
+                                progress=say, stop=ctx.stop, jit=probes[label])
+        except bench.Unsettled as exc:
+            launched[n].update({"warmup": exc.warmup, "dropped": exc.reason, "log_lines": list(exc.log_lines)})
+            raise _Dropped(exc.reason) from None
         except bench.BenchError as exc:
             raise StepFailed(f"pair {i + 1} arm {shown(label)} ({arm.name}): {exc} (server log: {handle.log_path})",
                              str(folder)) from None
         launched[n]["warmup"] = got
 
-    made = [len(lead.runs)]  # runs so far, an earlier apply's included (progress)
+    def warm_steady(i: int, label: str, block_comps) -> None:
+        """Warm `label`'s launch up; a launch that does not settle is
+        dropped (counted, said with its reason and log lines, stopped) and
+        a fresh one replaces it, at most MAX_REPLACED times; then _Stopped."""
+        for tries in range(MAX_REPLACED + 1):
+            try:
+                warm(i, label)
+                return
+            except _Dropped as drop:
+                _, n = up[label]
+                with walk.mutex:
+                    walk.result.dropped_launches += 1
+                lines = launched[n].get("log_lines") or []
+                warnings.append(f"{ctx.addr} pair {i + 1} arm {shown(label)} ({arms[label].name}, launch {n}): launch dropped, "
+                                f"never measured: {drop.reason}" + "".join(f"\n    {line}" for line in lines[-5:]))
+                stop_arm(label, block_comps)
+                if tries == MAX_REPLACED:
+                    raise _Stopped(f"arm {shown(label)}'s launch did not settle {tries + 1} times in pair {i + 1} "
+                                   f"({MAX_REPLACED} fresh launches replaced dropped ones): {drop.reason}") from None
+                ctx.progress(f"pair {i + 1} arm {shown(label)}: launch dropped ({drop.reason}); a fresh one replaces it")
+                launch_all(i, (label,), block_comps)
 
-    def one_run(i: int, label: str, j: int, total: int, block_comps) -> None:
+    made = [len(lead.runs)]  # runs so far, an earlier apply's included (progress)
+    tries: dict[str, int] = {}  # a run folder's name -> its measurements (specdsl.apply.bursts)
+
+    def one_run(i: int, label: str, j: int, total: int, block_comps) -> dict:
         handle, n = up[label]
         arm = arms[label]
         letter = shown(label)
         sub = folder / f"pair-{i}-{label}-{j}"
+        tries[sub.name] = tries.get(sub.name, 0) + 1
+        if tries[sub.name] > 1:  # its round measured again (a burst): the first run's files stay
+            sub = folder / f"{sub.name}-again-{tries[sub.name] - 1}"
         say = block_progress(ctx.progress, i, letter, made[0], total, arm.name if len(comps) > 1 else None)
         began = time.monotonic()
+        load = bursts.meter()  # what else the machine did meanwhile (a burst: specdsl.apply.bursts)
         watch = validity.watch(ctx, arm.server.name, handle, host)  # its server lost mid-run fails the step
         try:
             if w_run.command:
                 say("run 1/1: the command")
                 result = bench.run_command_workload(w_run, host=host, server_host=handle.bind, port=handle.port,
-                                                    model=arm.server.model, out_dir=sub, stop=watch.stop)
+                                                    model=arm.server.model, out_dir=sub, stop=watch.stop,
+                                                    stack=command_stack(arm.env, arm.env.env, arm.server))
             else:
                 tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
                 adapter = servers.adapter_for(arm.server.engine)
                 # every arm of a block gets the same fresh prompts for its j-th run; each block new ones
                 result = bench.run_benchmark(w_run, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
                                              tokenizer=tokenizer, progress=say, stop=watch.stop,
-                                             server=adapter.server_side(), first_run=i * block + j)
+                                             server=adapter.server_side(), first_run=i * block + j,
+                                             watches=run_conditions.watches(walk, host, decl, ctx.addr, sub, gpu_of.get(label)),
+                                             jit=probes.get(label))
         except (bench.BenchError, Cancelled) as exc:
             validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
             if isinstance(exc, Cancelled):
@@ -332,12 +393,15 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         finally:
             watch.close()
         validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
+        seen = load.stop()
+        result = attrs.evolve(result, runs=tuple(attrs.evolve(r, host=seen) for r in result.runs))
         launched[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
             warnings.append(f"{ctx.addr} pair {i + 1} arm {letter} ({arm.name}): {w}")
         made[0] += len(result.runs)
         for c in readers_of(label, block_comps):
             c.done.add_runs(i, letter, result.runs, c.local[n])
+        return seen
 
     def snap_end() -> None:
         """The GPU snapshot at the end of the runs so far, beside the servers
@@ -375,15 +439,19 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         if side_by_side:
             launch_all(i, order, block_comps)
             for label in order:
-                warm(i, label)
-            for label, j in arms_run_order(i, labels, block, True):
-                one_run(i, label, j, total, block_comps)
+                warm_steady(i, label, block_comps)
+            # round by round; a round a burst hit is measured again (specdsl.apply.bursts)
+            bursts.measure_rounds(
+                arms_run_order(i, labels, block, True), lambda label, j: one_run(i, label, j, total, block_comps),
+                lambda label, why: [bursts.drop_latest(c.done, i, shown(label), why) for c in readers_of(label, block_comps)],
+                lambda label, w: [bursts.with_warning(c.done, i, shown(label), w) for c in readers_of(label, block_comps)],
+                ctx.stop)
             snap_end()
             stop_all(block_comps)
         else:
             for label in order:
                 launch_all(i, (label,), block_comps)
-                warm(i, label)
+                warm_steady(i, label, block_comps)
                 for j in range(block):
                     one_run(i, label, j, total, block_comps)
                 snap_end()
@@ -401,6 +469,11 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                 break
             measure_block(i, active, max([c.first for c in active] + [i + 1]))
             i += 1
+    except _Stopped as stopped:  # the pairs so far are the result; its undecided verdicts say why
+        _cleanup(stop_all, ctx)
+        for c in comps:
+            c.done.stopped = str(stopped)
+        warnings.append(f"{ctx.addr}: measuring stopped: {stopped}")
     except (Cancelled, validity.ServerLost):  # what completed stays recorded
         _cleanup(stop_all, ctx)
         _leave(walk, comps[1:])
@@ -525,6 +598,7 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
     argv = next((tuple(x["argv"]) for x in reversed(launches) if x["arm"] == CANDIDATE and "argv" in x), ())
     effective = effective | gpus.visible(ctx.walk, ctx.addr, ctx.step.payload["host"])  # the GPUs both arms ran on
     effective = effective | doc.get("gpu_facts", {})  # the snapshots at the pair's start and end
+    effective = effective | run_conditions.during(bench.RunResult.from_json(r) for r in doc["runs"])  # each run's GPUs
     run = attrs.evolve(ctx.writer.run_record(ctx.step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
                                              effective=effective, argv=argv), runs=len(doc["pairs"]))
     ctx.writer.step_done(ctx.step, run)

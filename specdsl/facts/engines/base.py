@@ -18,8 +18,9 @@ class Engine:
 
     `label` is how messages name it (`SGLang 0.5.17`); `distributions` the
     packages that provide it (a stack pins its release with one of them).
-    `flag_tables` and `pattern_sets` are (release, file in specdsl/facts),
-    oldest first; `default_release` the table of a stack that pins none.
+    `flag_tables`, `pattern_sets` and `jit_sets` are (release, file in
+    specdsl/facts), oldest first (`jit_sets`: the lines that mean a compile,
+    an autotune or a CUDA graph capture); `default_release` the table of a stack that pins none.
     `effective_extra`: what the engine reports beside its resolved
     arguments (the flag table's dests). `quirks`: what its
     OpenAI-compatible API accepts from the benchmark client
@@ -61,6 +62,7 @@ class Engine:
     flag_tables: tuple[tuple[str, str], ...] = ()
     default_release: str | None = None
     pattern_sets: tuple[tuple[str, str], ...] = ()
+    jit_sets: tuple[tuple[str, str], ...] = ()
     effective_extra: tuple[str, ...] | None = None
     quirks: ClientQuirks = BASIC
     managed: dict[str, str | None] = attrs.Factory(dict)

@@ -95,7 +95,10 @@ COUNTERS = {
     "generation_tokens": "sglang:generation_tokens",
     "cached_prompt_tokens": "sglang:cached_tokens",
 }
-GAUGES = {"spec_accept_length": "sglang:spec_accept_length", "spec_accept_rate": "sglang:spec_accept_rate"}
+# the scheduler's running prefix-cache hit rate (metrics/collector.py): the
+# hit rate of a run where the counters are not there (the counters win)
+GAUGES = {"spec_accept_length": "sglang:spec_accept_length", "spec_accept_rate": "sglang:spec_accept_rate",
+          "prefix_cache_hit_rate": "sglang:cache_hit_rate"}
 
 
 ENGINE = Engine(
@@ -109,6 +112,7 @@ ENGINE = Engine(
     default_release="0.5.9",
     pattern_sets=(("0.5.6", "sglang-v0.5.6-log-patterns.tsv"), ("0.5.9", "sglang-log-patterns.tsv"),
                   ("0.5.17", "sglang-v0.5.17-log-patterns.tsv")),
+    jit_sets=(("0.5.17", "sglang-v0.5.17-jit-patterns.tsv"),),
     # the facts its adapter reads from the log and /server_info beside the
     # table's dests
     effective_extra=("attention_backend", "decode_attention_backend", "prefill_attention_backend", "kv_cache_dtype",

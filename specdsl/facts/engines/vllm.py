@@ -80,6 +80,7 @@ ENGINE = Engine(
     default_release="0.33.0",
     pattern_sets=(("0.26.0", "vllm-v0.26.0-log-patterns.tsv"), ("0.32.0", "vllm-v0.32.0-log-patterns.tsv"),
                   ("0.33.0", "vllm-log-patterns.tsv")),
+    jit_sets=(("0.26.0", "vllm-v0.26.0-jit-patterns.tsv"),),
     # the log facts and the `non-default args` / engine config it reports
     effective_extra=("architecture", "max_model_len", "max_num_batched_tokens", "attention_backend", "flash_attn_version",
                      "max_seq_len", "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",

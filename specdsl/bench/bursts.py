@@ -1,0 +1,109 @@
+"""Which runs a burst of other work hit: the rule, pure (no I/O).
+
+A paired comparison measured side by side (specdsl.graph.pairs) runs its
+arms' j-th runs back to back: a *round*. A machine-wide burst of other
+work (another apply's server starting, another user's tests) that lasts
+about as long as a run lands in one arm's run of the round and not the
+other's, and the pair's ratio reads the burst, not the arms: on a 2-core
+machine, runs at x0.4-0.5 of their arm's median (issue 33).
+
+The round's host records (specdsl.bench.hostload) say what else the
+machine did during each run: `other_runnable`, the tasks other than this
+apply's that were runnable (running or waiting for a CPU), on average over
+the run; where it was not sampled, `other_cores`, the CPU they used. From
+it, a run's **contention**
+
+    contention = max(1, (other + OURS) / cores)
+
+is how many times over the machine's cores were wanted during it (`OURS`
+= 1: a run's own client and server want about a core; on a machine with
+free cores, contention 1, whatever the others do). A round is
+**unbalanced** when its most contended run's contention exceeds its least
+contended run's by more than `TOLERANCE` (25%: a CPU-bound run would be
+about that much slower): those runs were hit. On 2 cores, a run with 1.5
+other tasks or more beside a run with none; with 5.5 other tasks, one with
+1.6 more. Every run of an unbalanced round is then invalid, each with its
+reason, and the round is measured again (specdsl.apply.bursts), so that
+the arms' runs of a pair always saw the same machine, within the
+tolerance.
+
+Why this keeps the verdicts' error rates: which rounds are measured again
+depends only on what the other processes did, never on the arms' numbers,
+and a round is dropped whole (both arms), so the runs a verdict reads are
+the rounds that happened to be balanced; what the arms do to the machine
+themselves (their own threads) is left out of `other_runnable`. A round
+still unbalanced after `RETRIES` more measurements is kept as measured, as
+any round was before this rule, and says so (`KEPT` in its runs'
+warnings). Dropped runs are recorded and counted, never silently lost.
+
+A round without host records (another OS, a remote machine's runs read
+here, results of earlier versions) is never unbalanced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+OURS = 1.0
+TOLERANCE = 0.25
+RETRIES = 3  # measurements of a round after its first, at most
+KEPT = "burst: kept unbalanced"
+
+
+def measure_of(hosts) -> str:
+    """The figure a round is compared on: `other_runnable` when every run has it, else `other_cores`."""
+    return "other_runnable" if all("other_runnable" in (h or {}) for h in hosts) else "other_cores"
+
+
+def other_of(host: dict[str, Any] | None, key: str = "other_cores") -> float | None:
+    """The other work of a run's host record by `key` (None: not read)."""
+    if not host or key not in host:
+        return None
+    return float(host[key])
+
+
+def contention(other: float, cores: int) -> float:
+    """How many times over the cores were wanted: max(1, (other + OURS) / cores)."""
+    return max(1.0, (max(0.0, other) + OURS) / max(1, int(cores)))
+
+
+def unbalanced(hosts: dict[str, dict[str, Any] | None]) -> dict[str, str]:
+    """`hosts`: arm -> the host record of its run in one round. Returns,
+    when the round is unbalanced, arm -> why its run is invalid (every arm
+    of the round), else {}."""
+    key = measure_of(hosts.values())
+    others = {arm: other_of(h, key) for arm, h in hosts.items()}
+    if len(others) < 2 or any(x is None for x in others.values()):
+        return {}
+    cores = max(int((h or {}).get("cores") or 1) for h in hosts.values())
+    level = {arm: contention(x, cores) for arm, x in others.items()}
+    quiet_arm = min(level, key=lambda a: (level[a], a))
+    hit = sorted(arm for arm, c in level.items() if c > level[quiet_arm] * (1 + TOLERANCE))
+    if not hit:
+        return {}
+    what = "other tasks wanted the" if key == "other_runnable" else "cores of the"
+    unit = f"{cores} cores on average" if key == "other_runnable" else f"{cores} cores went to other processes"
+
+    def burst(arm: str) -> str:
+        return (f"a burst of other work: {others[arm]:.2f} {what} {unit} during it (contention x{level[arm]:.2f}), "
+                f"{others[quiet_arm]:.2f} during arm {quiet_arm}'s run of its round (x{level[quiet_arm]:.2f}; "
+                f"more than {TOLERANCE:.0%} apart)")
+
+    out = {}
+    for arm in others:
+        if arm in hit:
+            out[arm] = burst(arm) + "; its round is measured again"
+        else:
+            out[arm] = f"its round was measured again: arm {hit[0]}'s run beside it was hit by {burst(hit[0])}"
+    return out
+
+
+def kept_warning(reasons: dict[str, str], arm: str, tries: int) -> str:
+    """The warning of a run of a round kept unbalanced after `tries` measurements."""
+    return f"{KEPT} after {tries} measurements of its round: {reasons[arm]}"
+
+
+def calm_enough(other: float, quiet: float, cores: int) -> bool:
+    """Whether the machine is back within the tolerance of a round's
+    quietest run (`quiet`): worth measuring the round again now."""
+    return contention(other, cores) <= contention(quiet, cores) * (1 + TOLERANCE / 2)
