@@ -7,6 +7,7 @@ reported. `ix` is a specdsl.report.gather.Index."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import attrs
@@ -90,10 +91,21 @@ def differences_of(ix, name: str, content: dict, doc: dict | None, run, base_run
     noise = _noise(b[1].get("engine", "") if b is not None else "", doc)
     if doc and doc.get("pairs"):
         eff = doc.get("effective", {})
-        out += _diff("effective", _flat(eff.get("A", {})), _flat(eff.get("B", {})))
+        out += _effective_diff(_flat(eff.get("A", {})), _flat(eff.get("B", {})))
     elif base_run is not None and run is not None:
-        out += _diff("effective", _flat(effective_of(base_run)), _flat(effective_of(run)))
+        out += _effective_diff(_flat(effective_of(base_run)), _flat(effective_of(run)))
     return [d for d in out if not (d.section == "effective" and d.key in noise)]
+
+
+def _effective_diff(a: dict[str, str], b: dict[str, str]) -> list[Difference]:
+    """The effective differences, each fact once: SGLang's per-rank record
+    `internal_states.X` of a setting `X` with the same values on both sides
+    is that setting's row (as `specdsl diagnose` says it)."""
+    def again(key: str) -> bool:
+        m = re.fullmatch(r"internal_states(?:\[\d+\])?\.(.+)", key)
+        return bool(m) and m[1] in set(a) | set(b) and a.get(m[1]) == a.get(key) and b.get(m[1]) == b.get(key)
+
+    return [d for d in _diff("effective", a, b) if not again(d.key)]
 
 
 def _noise(engine: str, doc: dict | None) -> frozenset[str]:

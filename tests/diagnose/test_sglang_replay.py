@@ -242,6 +242,8 @@ def test_upgrade_fails_and_says_the_server_chose_triton(story, capsys):
     assert "-m sglang.launch_server --model-path m" in plain  # each arm's command line
     differ = page[page.index("what differs between the arms</h2>"):page.index("<h2>Diagnosis</h2>")]
     assert "<td>attention_backend</td>" in differ and "<td>internal_states.avg_spec_accept_length</td>" not in differ
+    # a flag 0.5.9 added is one row, not a second for its internal_states record
+    assert "<td>mamba_backend</td>" in differ and "<td>internal_states.mamba_backend</td>" not in differ
     for noise in ("port", "nccl_port", "random_seed", "internal_states.last_gen_throughput"):  # each launch its own
         assert f"<td>{noise}</td>" not in differ, noise
     ids = re.sub(r"\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b|\b\d{8}T\d{6}Z-[0-9a-f]{8}\b", "", plain)
