@@ -26,6 +26,7 @@ from specdsl.facts import flag_table, pinned_version
 from specdsl.validate.asserts import check_assert
 from specdsl.validate.engine_args import check_args, check_effective, table_warning
 from specdsl.validate.gpus import check_gpus
+from specdsl.validate.decidable import check_decidable
 from specdsl.validate.promotion import check_promotion
 from specdsl.validate.slurm import check_experiments_on_slurm
 
@@ -412,6 +413,7 @@ class _Resolver:
     def cross_checks(self, experiments: list[config.Experiment]) -> None:
         check_gpus(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
         check_experiments_on_slurm(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
+        check_decidable(experiments, self.diags)
         by_group: dict[str, list[config.Experiment]] = {}
         for exp in experiments:
             by_group.setdefault(exp.group, []).append(exp)

@@ -211,4 +211,6 @@ def _check_ref(e: ast.Ref, has_baseline, matrix_keys, variables, metrics, diags)
 def _metric(name: str, e: ast.Ref, metrics, diags) -> None:
     if name not in metrics:
         hint = did_you_mean(name, metrics) or "metrics include output_throughput, request_throughput, ttft, itl, tpot, e2el"
+        if name in ("errors", "errored", "error_count"):
+            hint = "a request that errored is counted in `failed`: write `failed == 0` (it reads every run, valid or not)"
         diags.append(Diagnostic.error(f"Unknown metric `{name}`", e.span, hint))
