@@ -201,6 +201,12 @@ def dataset_problems(graph, plan, spec_dir: Path) -> Problems | None:
         if why:
             diags.append(Diagnostic.error(f"Workload `{workload.name}`: its dataset cannot be used", workload.span,
                                           f"{why}; fix the file or `dataset` (nothing was started)"))
+        from specdsl.bench.tokenizer_choice import missing_tokenizer
+
+        why = missing_tokenizer(workload, spec_dir)
+        if why:
+            diags.append(Diagnostic.error(f"Workload `{workload.name}`: its tokenizer cannot be used", workload.span,
+                                          f'{why}; give a folder with tokenizer.json, or `tokenizer = "model"` (nothing was started)'))
     return Problems.located(diags) if diags else None
 
 

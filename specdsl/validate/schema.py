@@ -88,6 +88,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "command": Field(command_list(WORKLOAD_COMMAND)),
         "client_processes": Field(integer(1), doc="worker processes the built-in client spreads the streams over (default 1)"),
         "max_failed": Field(failure_limit, doc="failed requests a valid run may have: a count or a fraction (default 0)"),
+        "tokenizer": Field(string, doc='what counts prompt tokens: "model" (the model\'s own) or a local path (default: the model\'s, when it is a folder)'),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }

@@ -9,7 +9,6 @@ missing runs are made and the result holds the old runs and the new ones
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import attrs
 
@@ -19,6 +18,7 @@ from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, medians_of, planned_reuse
 from specdsl.bench.datasets import local_dataset
+from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled, host_key
 from specdsl.plan.model import Action
 
@@ -59,7 +59,7 @@ class Benchmark:
                     result = bench.run_command_workload(workload, host=host, server_host=handle.bind, port=handle.port,
                                                         model=server.model, out_dir=folder, stop=watch.stop)
                 else:
-                    tokenizer = server.model if Path(server.model).is_dir() else None
+                    tokenizer = tokenizer_for(workload, server.model, walk.spec_dir)
                     adapter = servers.adapter_for(server.engine)
                     result = bench.run_benchmark(workload, handle.base_url, server.model, folder,
                                                  quirks=adapter.quirks, tokenizer=tokenizer,

@@ -25,7 +25,6 @@ import json
 import re
 import threading
 import time
-from pathlib import Path
 
 import attrs
 
@@ -34,6 +33,7 @@ from specdsl.apply import gpus, validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import localize, medians_of_runs
 from specdsl.bench.datasets import local_dataset
+from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
 from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order
@@ -291,7 +291,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         arm = arms[label]
         if workload.command or (workload.warmup <= 0 and not workload.warmup_time):
             return
-        tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
+        tokenizer = tokenizer_for(w_warm, arm.server.model, ctx.walk.spec_dir)
         say = lambda m: ctx.progress(f"pair {i + 1} arm {shown(label)}: {m}")  # noqa: E731
         try:
             got = bench.warm_up(w_warm, handle.base_url, arm.server.model, folder / f"warmup-{n}-{label}",
@@ -318,7 +318,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                 result = bench.run_command_workload(w_run, host=host, server_host=handle.bind, port=handle.port,
                                                     model=arm.server.model, out_dir=sub, stop=watch.stop)
             else:
-                tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
+                tokenizer = tokenizer_for(w_run, arm.server.model, ctx.walk.spec_dir)
                 adapter = servers.adapter_for(arm.server.engine)
                 # every arm of a block gets the same fresh prompts for its j-th run; each block new ones
                 result = bench.run_benchmark(w_run, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
