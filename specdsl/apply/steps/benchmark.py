@@ -15,6 +15,7 @@ import attrs
 from specdsl import bench, secrets, servers
 from specdsl.apply import gpus, validity
 from specdsl.apply.context import StepContext, StepFailed
+from specdsl.apply.stack_facts import stack_facts
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import completed, localize, medians_of, planned_reuse
 from specdsl.bench.datasets import local_dataset
@@ -93,7 +94,8 @@ class Benchmark:
             walk.result.warn(w)
         metrics = medians_of(validity.valid(result.runs))  # an invalid run is not a measurement
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
-                                                 effective=effective | gpu_facts), runs=len(validity.valid(result.runs)),
+                                                 effective=effective | stack_facts(walk, ctx.writer.state, step) | gpu_facts),
+                           runs=len(validity.valid(result.runs)),
                            invalid=validity.invalid_of(result.runs))
         ctx.writer.step_done(step, run)
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
