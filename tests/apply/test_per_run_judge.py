@@ -59,3 +59,23 @@ def test_every_run_of_a_document_paired_or_not():
     paired = dict(doc, pairs=[{"blocks": [{"arm": "A", "runs": [0]}, {"arm": "B", "runs": [1]}]}])
     assert counts.every_run(paired) == (("pair 1 arm B", {"failed": 0.0}),)
     assert counts.every_run(None) == ()
+
+
+def test_a_per_run_verdict_reads_back_from_state_as_written():
+    from pathlib import Path
+
+    import attrs
+
+    from specdsl.state.codec import decode_state, encode_state
+    from specdsl.state.model import RunRecord, State
+    from specdsl.verdict.per_run import per_run_decision
+    from specdsl.verdict.record import Verdict
+
+    for func, values, op, k in (("stddev", [1, 2, 3, 4, 5], "<=", 5), ("min", [100, 100, 10], ">=", 50),
+                                ("p90", [1, 2, 3], "<=", 5), ("max", [1, 2, 3], "<=", 10)):
+        d = per_run_decision(func, values, op, k)
+        v = Verdict("a", d.verdict, d.line(), gating=True, decision=d)
+        rec = RunRecord(id="r1", step="check.e.a", identity="x", experiment="e", status="completed",
+                        started="2026-01-01T00:00:00Z", finished="2026-01-01T00:00:01Z", verdict=v)
+        back = decode_state(encode_state(attrs.evolve(State.new(), runs=(rec,))), Path("state.toml"))
+        assert back.runs[0].verdict == v, func
