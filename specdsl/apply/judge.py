@@ -62,6 +62,9 @@ class Measured:
     cache_mismatch: str = ""  # the arms' prefix-cache hit rates differ (apply.cache_hits): no comparison decided
     looks: dict = attrs.field(factory=dict)  # the look schedule the pairs were measured under (result.json "looks")
     extra: int = 0  # pairs beyond max_runs this apply may measure (`apply --more N`)
+    # (label, metrics) of every candidate run, valid or not (specdsl.apply.counts.every_run): what
+    # `failed`/`completed` assertions read; empty: they read the valid runs
+    every_run: tuple = ()
 
 
 def client_bound_of(*docs: dict | None) -> str:
@@ -110,7 +113,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
     """The verdict of one assertion at level `alpha` (its Holm level)."""
     from specdsl import verdict as v
 
-    counted = counts.decide_count(name, expr, counts.runs_of(measured), env)  # exact, over every valid run
+    counted = counts.decide_count(name, expr, counts.runs_of(measured), env, measured.every_run)  # exact
     if counted is not None:
         return counted
     shape = shape_of(expr)
@@ -146,6 +149,11 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
                             note=_joined(f"baseline value {significant(base, 4)} x {k:g}; {note}", v.describe_outliers(values, "the candidate's runs")))
         if shape.kind == "difference":
             return _difference(name, shape, measured, env, alpha)
+        from specdsl.apply.per_run import decide_per_run
+
+        spread = decide_per_run(name, shape, measured, env, alpha=alpha)  # stddev/min/max/pQ of per-run values
+        if spread is not None:
+            return spread
         threshold = _constant(shape.k, env)
         if measured.pairs:
             values = [_value(shape.candidate, b, None, env) for _a, b in measured.pairs]

@@ -191,7 +191,8 @@ def build_prompts(
     seed = workload.seed + seed_offset if seed is None else seed
     kind, path = dataset_kind(workload.dataset)
     if kind == "jsonl":
-        return _jsonl_prompts(path, count, chat=chat, output_len=workload.output_len)
+        prompts = _jsonl_prompts(path, count, chat=chat, output_len=workload.output_len)
+        return [_counted(p, tokenizer) for p in prompts] if tokenizer is not None else prompts
     if kind == "sharegpt":
         return ShareGPT(path, tokenizer, fixed_output_len(workload)).sample(count, seed, chat=chat)[0]
     rng = random.Random(seed)
@@ -199,6 +200,18 @@ def build_prompts(
         _random_prompt(rng, workload.input_len, workload.output_len, chat=chat, token_ids=token_ids, tokenizer=tokenizer)
         for _ in range(count)
     ]
+
+
+def _counted(prompt: Prompt, tokenizer: Tokenizer) -> Prompt:
+    """A file's prompt with its length counted by `tokenizer` (the text, or
+    each message's content)."""
+    if isinstance(prompt.prompt, list):
+        return prompt
+    if prompt.messages is not None:
+        n = sum(len(tokenizer.encode(str(m.get("content", "")))) for m in prompt.messages)
+    else:
+        n = len(tokenizer.encode(prompt.prompt or ""))
+    return Prompt(prompt.prompt, prompt.messages, n, prompt.output_len)
 
 
 def _random_prompt(

@@ -81,21 +81,26 @@ def load_spec(args) -> Loaded | None:
     try:
         if cfg.sensitive:
             secrets.key()  # identities of steps with secrets need it: say so now, not from the graph
-        digest = spec_digest(cfg, kept)
+        from specdsl.cli.inputs import inputs_digest
+
+        digest = spec_digest(cfg, kept, inputs=inputs_digest(resolved, Path(args.file)))
     except secrets.KeyUnavailable as exc:
         error(str(exc))
         return None
     return Loaded(args.file, resolved, kept, digest)
 
 
-def spec_digest(cfg: Config, variables: dict[str, str]) -> str:
+def spec_digest(cfg: Config, variables: dict[str, str], *, inputs: str = "") -> str:
     """SHA-256 hex of what a spec means, not how it is written: the resolved
     configuration (every experiment cell with its host, stack, server,
     workload, assertions, baseline and track; the named blocks; the value of
     every variable, from defaults, variable files and -var) and the -var
     values given. Comments and layout do not change it; any change of a
     value does, in the spec or in a file it imports. A saved plan records
-    it; `apply PLANFILE` refuses the plan when the spec's is another now."""
+    it; `apply PLANFILE` refuses the plan when the spec's is another now.
+    `inputs` (specdsl.cli.inputs) covers every file the spec read: an
+    import outside its folder, a variable file, a dataset or tokenizer
+    named by path (its bytes)."""
     texts: dict[int, str] = {}  # id -> canonical JSON: matrix cells share most of their objects
 
     def text(value) -> str:
@@ -110,6 +115,8 @@ def spec_digest(cfg: Config, variables: dict[str, str]) -> str:
         parts.append("experiment")
         parts += [f"{name}={text(getattr(exp, name))}" for name in cell_fields]
     parts.append(f"vars={json.dumps(sorted(variables.items()))}")
+    if inputs:
+        parts.append(f"inputs={inputs}")
     body = "\n".join(parts)
     if cfg.sensitive:
         # A bare SHA-256 over the secrets would let anyone holding the plan

@@ -162,6 +162,39 @@ def cmd_fmt(args) -> int:
                 print(f"{name}: would reformat", file=sys.stderr)
             status = max(status, 1 if args.check else status)
             continue
-        path.write_text(formatted)
+        problem = _rewrite(path, formatted)
+        if problem:
+            print(f"{name}: error: {problem}", file=sys.stderr)
+            status = 1
+            continue
         print(f"{name}: reformatted", file=sys.stderr)
     return status
+
+
+def _rewrite(path: Path, text: str) -> str:
+    """Replace the spec at `path` with `text` atomically: a temp file in its
+    folder, with its mode, renamed over it (a symlink's target is what is
+    rewritten). '' when done; otherwise what stopped it, and the file is as
+    it was."""
+    import contextlib
+    import os
+    import uuid
+
+    target = path.resolve()
+    if not os.access(target, os.W_OK):
+        return "cannot write the file: permission denied (it is left as it was)"
+    tmp = target.with_name(f".{target.name}.fmt-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        mode = target.stat().st_mode & 0o7777
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return f"cannot write the file: {exc.strerror or exc} (it is left as it was)"
+    return ""

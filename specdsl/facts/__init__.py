@@ -331,7 +331,8 @@ def jit_patterns(engine: str, version: str | None = None) -> tuple[JitPattern, .
 # `non-default args` and engine config, transformers' per-request `CB:`), and
 # what every launch records. tests/servers/test_effective_names.py keeps this
 # list and the adapters in step.
-_EFFECTIVE_COMMON = ("version", "log_patterns")
+# every engine: its version and log facts, and what its stack was built as (specdsl.apply.stack_facts)
+_EFFECTIVE_COMMON = ("version", "log_patterns", "torch_cuda", "torch_version", "nvcc")
 EFFECTIVE_EXTRA = {e.name: e.effective_extra for e in _engines.BY_NAME.values() if e.effective_extra is not None}
 
 

@@ -249,6 +249,10 @@ class Workload:
     max_launches: int | None = attrs.field(default=None, metadata={"omit_none": True})
     max_time: float | None = attrs.field(default=None, metadata={"omit_none": True})
     launch_estimate: float | None = attrs.field(default=None, metadata={"omit_none": True})
+    # What counts prompt tokens (specdsl.bench.tokenizer_choice): "model" (the model's own),
+    # a local path (a folder with tokenizer.json, or that file); None: the model's when it is
+    # a local folder. Part of the identity when set (it changes the prompts sent).
+    tokenizer: str | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 

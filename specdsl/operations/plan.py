@@ -227,6 +227,12 @@ def dataset_problems(graph, plan, spec_dir: Path) -> Problems | None:
                                           f"{why}; fix the file or `dataset` (nothing was started)"))
         if exp.host.ssh is None:  # elsewhere the script is the host's (a login node's copies are checked apart)
             diags += script_diagnostics(workload, spec_dir)
+        from specdsl.bench.tokenizer_choice import missing_tokenizer
+
+        why = missing_tokenizer(workload, spec_dir)
+        if why:
+            diags.append(Diagnostic.error(f"Workload `{workload.name}`: its tokenizer cannot be used", workload.span,
+                                          f'{why}; give a folder with tokenizer.json, or `tokenizer = "model"` (nothing was started)'))
     return Problems.located(diags) if diags else None
 
 

@@ -24,6 +24,9 @@ class Sources:
 
     texts: dict[str, str] = attrs.Factory(dict)
     files: list[ast.File] = attrs.Factory(list)
+    # every file read and parsed (imports anywhere, variable files): its real path -> the
+    # SHA-256 of what it says (layout and comments aside); a saved plan's digest covers them
+    meanings: dict[str, str] = attrs.Factory(dict)
 
 
 def display_name(path: Path) -> str:
@@ -84,7 +87,19 @@ def read_file(path: Path, shown: str, sources: Sources, diags: list[Diagnostic],
     diags.extend(errors)
     if file is not None:
         _check_names(file.statements, diags)
+        sources.meanings[str(real)] = meaning_digest(file)
     return file
+
+
+def meaning_digest(file: ast.File) -> str:
+    """SHA-256 of what a parsed file says: its statements without their
+    spans, comments and blank lines (the fields that do not take part in
+    equality), so `fmt` and comments leave it as it is."""
+    import hashlib
+    import json
+
+    tree = attrs.asdict(file, filter=lambda a, _v: a.eq, value_serializer=lambda _i, _a, v: repr(v) if isinstance(v, float) else v)
+    return hashlib.sha256(json.dumps(tree, sort_keys=True, default=str).encode()).hexdigest()
 
 
 # How a spec's first statement starts: `import "..."` or `KIND "name"` / `KIND {`.
@@ -104,25 +119,16 @@ def _not_a_spec(file: ast.File | None, errors: list[Diagnostic], text: str | Non
 
 
 def _what_file(data: bytes, text: str | None) -> str:
-    """What a file that is not a spec is, without quoting it."""
-    size = f"{len(data):,} byte{'s' if len(data) != 1 else ''}"
+    """What a file that is not a spec is, without quoting it or saying how
+    large it is (its size or line count tells something of a secret)."""
     if len(data) > MAX_BYTES:
-        kind = f"a file of {size}, larger than a spec may be"
+        kind = "larger than a spec may be"
     elif text is None:
-        kind = f"a binary file ({size}, {'with NUL bytes' if _utf8(data) else 'not UTF-8 text'})"
+        kind = "not text (a binary file)"
     else:
-        lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-        kind = f"a text file ({size}, {lines:,} line{'s' if lines != 1 else ''}) that does not start with an `import` or a block"
+        kind = "text that does not start with an `import` or a block"
     return (f"it is {kind}; its contents are not shown (they may hold a secret). "
             "An import names another .spec file, relative to the importing file")
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _check_names(items, diags: list[Diagnostic]) -> None:
@@ -156,6 +162,13 @@ def load_tree(root: Path, diags: list[Diagnostic]) -> Sources:
             diags.append(Diagnostic.error("Import cycle", at, f"{cycle}: remove one of these imports"))
             return
         if real in done:
+            return
+        if at is not None and not path.name.endswith(".spec") and not path.is_dir():
+            # refused by its name, before a byte of it is read: `import "/etc/passwd"`, `import ".env"`
+            diags.append(Diagnostic.error(
+                f"`{display_name(path)}` is not a spec file", at,
+                "an import names another `.spec` file, relative to the importing file; this one was not read",
+            ))
             return
         done.add(real)
         file = read_file(path, display_name(path), sources, diags, at=at, imported=at is not None)

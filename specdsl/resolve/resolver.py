@@ -27,6 +27,8 @@ from specdsl.validate.asserts import check_assert
 from specdsl.validate.engine_args import check_args, check_effective, table_warning
 from specdsl.validate.gpus import check_gpus
 from specdsl.validate.prefix_cache import check_prefix_cache
+from specdsl.validate.cuda_index import check_cuda_index
+from specdsl.validate.decidable import check_decidable
 from specdsl.validate.promotion import check_promotion
 from specdsl.validate.slurm import check_experiments_on_slurm
 
@@ -415,6 +417,9 @@ class _Resolver:
         check_gpus(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
         check_prefix_cache(experiments, self.diags, self._workload_setting_span, lambda exp: self._attr_span(exp.group, "baseline"))
         check_experiments_on_slurm(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
+        check_decidable(experiments, self.diags)
+        for stack in {id(e.stack): e.stack for e in experiments}.values():
+            check_cuda_index(stack, self._stack_span(stack), self.diags)
         by_group: dict[str, list[config.Experiment]] = {}
         for exp in experiments:
             by_group.setdefault(exp.group, []).append(exp)
@@ -470,6 +475,12 @@ class _Resolver:
         block = self.blocks["workload"].get(workload.name)
         item = block.attr("prefix_cache") if block else None
         return item.value.span if item else workload.span
+
+    def _stack_span(self, stack) -> Span | None:
+        """Where a stack says its `cuda` (else its name)."""
+        block = self.blocks["stack"].get(stack.name)
+        item = block.attr("cuda") if block else None
+        return item.value.span if item else (block.label_span if block else stack.span)
 
     def _attr_span(self, experiment: str, attr: str) -> Span | None:
         block = self.blocks["experiment"].get(experiment)

@@ -34,7 +34,7 @@ from specdsl.state.model import (
     StepRecord,
     is_mapping,
 )
-from specdsl.verdict.decision import MEAN, OPS, PAIRS, RATIO, RUNS, Decision, Status
+from specdsl.verdict.decision import MEAN, OPS, PAIRS, PER_RUN_STATISTICS, RATIO, RUNS, Decision, Status
 from specdsl.verdict.record import Verdict
 
 BACKUP_SUFFIX = ".backup"
@@ -50,7 +50,7 @@ BOOL, VERDICT, VERDICT_STATUS, OP, STATISTIC, UNIT = (
 # kinds whose values are one of a few words
 CHOICES: dict[str, tuple[str, ...]] = {
     STATUS: STATUSES, SERVER_STATUS: SERVER_STATUSES, VERDICT_STATUS: tuple(s.value for s in Status),
-    OP: tuple(OPS), STATISTIC: (RATIO, MEAN), UNIT: (PAIRS, RUNS),
+    OP: tuple(OPS), STATISTIC: (RATIO, MEAN, *PER_RUN_STATISTICS), UNIT: (PAIRS, RUNS),
 }
 # [runs.verdict] and [runs.verdict.decision] (format 2); a key left out is
 # its default, those without one must be there

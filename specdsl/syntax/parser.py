@@ -9,6 +9,7 @@ returns a tree or diagnostics, never raises on bad input.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from pathlib import Path
 
@@ -193,9 +194,57 @@ def parse_text(text: str, filename: str, start: str = "start") -> tuple[lark.Tre
             )
         ]
     except UnexpectedInput as exc:
-        return None, [], [_syntax_error(exc, text, filename)]
+        spaced = _spaced_unit(text, getattr(exc, "line", None) or len(text.splitlines()), filename)
+        return None, [], [spaced or _syntax_error(exc, text, filename)]
     comments = list(_lex.comments)
     return tree, comments, []
+
+
+_UNIT_NAMES = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours", "%": "percent"}
+# a number, blanks, then a unit standing alone: `10 m`, `500 ms`, `3 %` (not `10 ms_x`, not in a string)
+_SPACED = re.compile(r'(?<![\w.])(\d+(?:\.\d+)?)[ \t]+(ms|s|m|h|%)(?![\w.])')
+
+
+def _code_part(line: str) -> str:
+    """`line` up to a comment, its strings blanked (a unit inside a string is text)."""
+    out, quoted, i = [], False, 0
+    while i < len(line):
+        c = line[i]
+        if quoted:
+            out.append(" ")
+            if c == "\\":
+                out.append(" ")
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+            out.append(" ")
+        elif c == "#" or line.startswith("//", i):
+            break
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
+def _spaced_unit(text: str, upto: int, filename: str) -> Diagnostic | None:
+    """A syntax error caused by a number written apart from its unit
+    (`ready_timeout = 10 m`), located at the value, or None. Lark reports
+    such a value at the next token it cannot place (often a later line)."""
+    found = None
+    for n, line in enumerate(text.splitlines()[:max(upto, 1)], 1):
+        for m in _SPACED.finditer(_code_part(line)):
+            found = (n, m)
+    if found is None:
+        return None
+    n, m = found
+    number, unit = m.group(1), m.group(2)
+    return Diagnostic.error(
+        f"A number and its unit are written together: `{number}{unit}`",
+        Span(filename, n, m.start() + 1, n, m.end() + 1),
+        f"`{m.group(0)}` reads as the number {number} and then `{unit}`; write `{number}{unit}` ({number} {_UNIT_NAMES[unit]})",
+    )
 
 
 def _expected(names) -> str:

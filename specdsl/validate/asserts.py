@@ -108,6 +108,16 @@ def _check_meaning(expr: ast.Expr, diags: list[Diagnostic]) -> None:
                         f"a percentage of a measurement is a factor: write `{_text(other)} * {_fmt_num(factor)}`"
                         f" (for {_fmt_num(pct.value)} percentage points of a fraction, write `{e.op} {_fmt_num(pct.fraction())}`)",
                     ))
+        if e.op in ("==", "!=", "<", "<=", ">", ">="):
+            for side, other in ((e.left, e.right), (e.right, e.left)):
+                name = _fraction_metric(other)
+                if name and isinstance(side, ast.Number) and side.value > 1:
+                    v = _fmt_num(side.value)
+                    diags.append(Diagnostic.error(
+                        f"`{name}` is a fraction (0 to 1), not a percentage: `{v}` is never reached",
+                        side.span,
+                        f"for {v} percent write `{v}%` or `{_fmt_num(side.value / 100)}`",
+                    ))
         if e.op in _COMBINE:
             for side, other in ((e.left, e.right), (e.right, e.left)):
                 unit = _time_unit(other)
@@ -141,6 +151,18 @@ def _check_meaning(expr: ast.Expr, diags: list[Diagnostic]) -> None:
     elif isinstance(expr, ast.Not) and reads_baseline(expr):
         diags.append(Diagnostic.error("A comparison with the baseline cannot be negated with `not`", expr.span,
                                       "flip the comparison instead (`not a >= b` is `a < b`)"))
+
+
+def _fraction_metric(e: ast.Expr) -> str | None:
+    """The metric a term reads when its unit is a fraction (`spec_accept_rate`,
+    `mean(prefix_cache_hit_rate)`, `baseline.spec_accept_rate`), else None."""
+    if isinstance(e, ast.Call) and len(e.args) == 1:
+        e = e.args[0]
+    if isinstance(e, ast.Ref):
+        name = e.parts[-1] if (len(e.parts) == 1 or (e.parts[0] == "baseline" and len(e.parts) == 2)) else None
+        if name and METRICS.get(name, ("", ""))[1] == "fraction":
+            return name
+    return None
 
 
 def _reads_candidate(e: ast.Expr) -> bool:
@@ -211,4 +233,6 @@ def _check_ref(e: ast.Ref, has_baseline, matrix_keys, variables, metrics, diags)
 def _metric(name: str, e: ast.Ref, metrics, diags) -> None:
     if name not in metrics:
         hint = did_you_mean(name, metrics) or "metrics include output_throughput, request_throughput, ttft, itl, tpot, e2el"
+        if name in ("errors", "errored", "error_count"):
+            hint = "a request that errored is counted in `failed`: write `failed == 0` (it reads every run, valid or not)"
         diags.append(Diagnostic.error(f"Unknown metric `{name}`", e.span, hint))

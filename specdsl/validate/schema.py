@@ -97,6 +97,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "max_launches": Field(integer(4), doc="a paired comparison's budget: at most this many server launches (two a pair, two pairs at least)"),
         "max_time": Field(duration(), doc="a paired comparison's budget: at most this much wall time of launches and runs"),
         "launch_estimate": Field(duration(), doc="your guess of one launch's cost (start, warm-up, its runs), for the plan when nothing is recorded"),
+        "tokenizer": Field(string, doc='what counts prompt tokens: "model" (the model\'s own) or a local path (default: the model\'s, when it is a folder)'),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }

@@ -126,3 +126,22 @@ def t_isf_int(p: float, df: int) -> float:
         if hi - lo <= 1e-9 * hi:
             break
     return hi
+
+
+@functools.lru_cache(maxsize=4096)
+def chi2_quantile(p: float, df: int) -> float:
+    """The p-quantile of chi-square with df degrees of freedom."""
+    return float(_special().chdtri(df, 1.0 - p))
+
+
+def chi2_cdf(x: float, df: int) -> float:
+    """P(X <= x) for chi-square with df degrees of freedom."""
+    if math.isinf(x):
+        return 1.0 if x > 0 else 0.0
+    return float(_special().chdtr(df, x))
+
+
+@functools.lru_cache(maxsize=4096)
+def nct_quantile(p: float, df: int, nc: float) -> float:
+    """The p-quantile of the noncentral t with df degrees of freedom and noncentrality nc."""
+    return float(_special().nctdtrit(df, nc, p))

@@ -38,6 +38,9 @@ def nan_key(x: float | None) -> object:
 
 RATIO, MEAN = "ratio", "mean"  # what a Decision's estimate is
 PAIRS, RUNS = "pairs", "runs"  # what its n counts
+# a statistic of per-run values (specdsl.verdict.per_run): the spread, an extreme, a percentile
+STDDEV, MIN, MAX, PERCENTILE = "stddev", "min", "max", "percentile"
+PER_RUN_STATISTICS = (STDDEV, MIN, MAX, PERCENTILE)
 
 
 @attrs.frozen

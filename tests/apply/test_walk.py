@@ -203,7 +203,8 @@ experiment "e" {
 
 def test_failed_launch_abandons_its_dependants_once_and_the_rest_goes_on(tmp_path, env_root):
     life = tmp_path / "life.txt"
-    text = COMMON + server("broken", 1, life, "--fail-start") + server("fine", 2, life) + workload(runs=1) + '''
+    # runs = 2: a promotion needs a gating check its runs can decide (one run cannot)
+    text = COMMON + server("broken", 1, life, "--fail-start") + server("fine", 2, life) + workload(runs=2) + '''
 experiment "bad" {
   host     = host.a
   stack    = stack.sys

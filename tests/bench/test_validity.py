@@ -73,7 +73,10 @@ def test_which_assertions_read_a_count():
     assert count_shape(_expr("failed == 0"))[:2] == ("failed", "==")
     assert count_shape(_expr("240 <= completed"))[:2] == ("completed", ">=")
     assert count_shape(_expr("completed >= var.n * 2"))[:2] == ("completed", ">=")
-    for text in ("output_throughput >= 1", "min(completed) >= 1", "completed >= baseline.completed",
+    # the extreme of a count that bounds every run is that count, exactly (issue 34)
+    assert count_shape(_expr("max(failed) <= 2"))[:2] == ("failed", "<=")
+    assert count_shape(_expr("1 <= min(completed)"))[:2] == ("completed", ">=")
+    for text in ("output_throughput >= 1", "min(completed) <= 1", "max(failed) >= 1", "completed >= baseline.completed",
                  "failed == 0 and completed >= 1"):
         assert not is_count(_expr(text)), text
 

@@ -18,7 +18,9 @@ def two_hosts(box: str = "", gpu: str = "  gpus = 2\n", names=("box", "gpu")) ->
     this machine unless the bodies say otherwise."""
     a, b = names
     hosts = f'host "{a}" {{\n{box}}}\nhost "{b}" {{\n{gpu}}}\n'
-    return hosts + SPEC.replace('experiment "base" {', BASE_ON % a).replace('experiment "cand" {', CAND_ON % b)
+    # runs = 2: on two machines the arms are measured apart, and a promotion needs runs that decide its ratio
+    spec = SPEC.replace("  requests    = 16\n", "  requests    = 16\n  runs        = 2\n")
+    return hosts + spec.replace('experiment "base" {', BASE_ON % a).replace('experiment "cand" {', CAND_ON % b)
 
 
 def graph_of(tmp_path, text, name):

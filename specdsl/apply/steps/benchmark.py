@@ -9,17 +9,18 @@ missing runs are made and the result holds the old runs and the new ones
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import attrs
 
 from specdsl import bench, secrets, servers
 from specdsl.apply import gpus, run_conditions, validity
 from specdsl.apply.context import StepContext, StepFailed
+from specdsl.apply.stack_facts import stack_facts
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import (command_stack, completed, localize, localize_command, medians_of, planned_reuse,
                                         stack_info)
 from specdsl.bench.datasets import local_dataset
+from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled, host_key
 from specdsl.plan.model import Action
 from specdsl.servers import jit as server_jit
@@ -65,7 +66,7 @@ class Benchmark:
                                                         model=server.model, out_dir=folder, stop=watch.stop,
                                                         stack=stack)
                 else:
-                    tokenizer = server.model if Path(server.model).is_dir() else None
+                    tokenizer = tokenizer_for(workload, server.model, walk.spec_dir)
                     adapter = servers.adapter_for(server.engine)
                     result = bench.run_benchmark(workload, handle.base_url, server.model, folder,
                                                  quirks=adapter.quirks, tokenizer=tokenizer,
@@ -103,7 +104,7 @@ class Benchmark:
             walk.result.warn(w)
         metrics = medians_of(validity.valid(result.runs))  # an invalid run is not a measurement
         run = attrs.evolve(ctx.writer.run_record(step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
-                                                 effective=effective | gpu_facts | run_conditions.during(result.runs)),
+                                                 effective=effective | stack_facts(walk, ctx.writer.state, step) | gpu_facts | run_conditions.during(result.runs)),
                            runs=len(validity.valid(result.runs)),
                            invalid=validity.invalid_of(result.runs))
         ctx.writer.step_done(step, run)

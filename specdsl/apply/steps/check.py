@@ -4,7 +4,9 @@ when it is new: a re-apply that decides the same thing writes nothing."""
 
 from __future__ import annotations
 
-from specdsl.apply import budget, cache_hits, judge, validity
+import attrs
+
+from specdsl.apply import budget, cache_hits, counts, judge, validity
 from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.bench.validity import valid_document
@@ -40,9 +42,11 @@ class Check:
                                                 baseline_note=baseline_note(state, exp, run.id if run is not None else None),
                                                 client_bound=judge.client_bound_of(valid_document(document_of(run, state_dir) if run is not None and run.folder else None))), False
         assertion = step.payload["assertion"]
-        verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
         raw = document_of(run, state_dir) if run is not None and run.folder else None
-        verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool(raw and raw.get("pairs")))
+        measured = attrs.evolve(measured, every_run=counts.every_run(raw))  # `failed == 0` reads invalid runs too
+        verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
+        if not counts.reads_every_run(assertion.expr):
+            verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool(raw and raw.get("pairs")))
         verdict = validity.stopped_verdict(verdict, raw)  # launches that did not settle stopped the pairs
         verdict = budget.annotate(verdict, raw)  # stopped by its budget: what a decision would still cost
         with walk.mutex:

@@ -30,7 +30,6 @@ import json
 import re
 import threading
 import time
-from pathlib import Path
 
 import attrs
 
@@ -40,6 +39,7 @@ from specdsl.apply.budget import Spending
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.steps.common import cache_facts, command_stack, localize, localize_command, medians_of_runs
 from specdsl.bench.datasets import local_dataset
+from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
 from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order
@@ -323,7 +323,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         probes[label] = server_jit.probe(handle, host)  # from here on: its startup is not the warm-up's
         if workload.command or (workload.warmup <= 0 and not workload.warmup_time and workload.warmup_tolerance is None):
             return
-        tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
+        tokenizer = tokenizer_for(w_warm, arm.server.model, ctx.walk.spec_dir)
         say = lambda m: ctx.progress(f"pair {i + 1} arm {shown(label)}: {m}")  # noqa: E731
         try:
             got = bench.warm_up(w_warm, handle.base_url, arm.server.model, folder / f"warmup-{n}-{label}",
@@ -383,7 +383,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                                                     model=arm.server.model, out_dir=sub, stop=watch.stop,
                                                     stack=command_stack(arm.env, arm.env.env, arm.server))
             else:
-                tokenizer = arm.server.model if Path(arm.server.model).is_dir() else None
+                tokenizer = tokenizer_for(w_run, arm.server.model, ctx.walk.spec_dir)
                 adapter = servers.adapter_for(arm.server.engine)
                 # every arm of a block gets the same fresh prompts for its j-th run; each block new ones
                 result = bench.run_benchmark(w_run, handle.base_url, arm.server.model, sub, quirks=adapter.quirks,
