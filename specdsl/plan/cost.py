@@ -172,7 +172,10 @@ def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, mo
     candidate's launch and runs only; pairs past them, at most, both arms'."""
     from specdsl.graph.pairs import launches
 
-    block = block if block is not None else (workload.block or 1)
+    if block is None:
+        from specdsl.plan.economy import default_block
+
+        block = default_block(workload)
 
     now, at_most = first, max(first, most - done)
     a, b = arm_launch_identity(content, "baseline"), arm_launch_identity(content, "candidate")
@@ -272,7 +275,7 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     estimate, k = (decision.estimate, decision.threshold) if decision is not None else (None, None)
     if estimate is not None and not math.isfinite(estimate):
         estimate = None
-    most = max_runs(workload)
+    most = max_runs(workload, block)
     base = Undecided(check_step.addr, exp.name, verdict_run.id, verdict.detail if verdict is not None else "", not_promoted,
                      pairs=int(n) if n is not None else None, noise=noise, most=most)
     paired = "paired" in bench_step.payload
