@@ -315,7 +315,12 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     what = (f"a decision needs about {needed} pairs at the measured noise (sd {significant(noise, 3)} of the log ratios of "
             f"{done} pairs) and estimate: {more} more pair{'s' if more != 1 else ''}, {launches(more)} launches, "
             + (f"~{duration_text(seconds)}" if seconds is not None else f"time unknown ({cost.unknown if cost else 'no durations'})"))
-    todo = (f"raise `max_runs` of workload {workload.name} to {needed} and apply again" if needed > most
-            else f"max_runs = {most} allows it: apply again")
+    from specdsl.plan.economy import budget_runs, default_block
+
+    per_launch = block if block is not None else default_block(workload)
+    # `max_runs` counts runs of each arm (plan.economy): the pairs needed, `per_launch` runs each
+    todo = (f"raise `max_runs` of workload {workload.name} to {needed * per_launch} ({needed} pairs of {per_launch} "
+            f"run{'s' if per_launch != 1 else ''} a launch) and apply again" if needed > most
+            else f"max_runs = {budget_runs(workload)} ({most} pairs) allows it: apply again")
     return attrs.evolve(base, noise=noise, needed=needed, more_pairs=more, launches=launches(more), seconds=seconds,
                         advice=f"{what}; {todo}")

@@ -153,7 +153,8 @@ def test_an_undecided_verdict_says_what_a_decision_needs_and_is_pending(tmp_path
     assert "nothing was promoted to track prod: check.cand.faster was inconclusive" in text
     assert (f"a decision needs about {needed} pairs at the measured noise (sd 0.08 of the log ratios of 3 pairs) and "
             f"estimate: {needed - 3} more pairs, {launches(needed - 3)} launches, time unknown") in text
-    assert f"raise `max_runs` of workload w to {needed} and apply again" in text
+    b = cfg.experiment("cand").workload.runs  # no block, nothing calibrated: all of `runs` on one launch (plan.economy)
+    assert f"raise `max_runs` of workload w to {needed * b} ({needed} pairs of {b} runs a launch) and apply again" in text
     assert "No changes to the steps, but 1 gating verdict is undecided" in text and "No changes. Every" not in text
     # the check's noise note: measured by the pairs, not "measure it with calibrate"
     assert "measured by the 3 pairs of verdict run v1" in plan.change("check.cand.faster").reason
@@ -174,7 +175,7 @@ def test_an_undecided_verdict_says_what_a_decision_needs_and_is_pending(tmp_path
     saved = tmp_path / "p.plan.toml"
     assert run(capsys, "plan", "--no-refresh", str(tmp_path / "x.spec"), "--state", str(state_dir), "-o", str(saved))[0] == 0
     code, shown, _ = run(capsys, "show", str(saved))
-    assert code == 0 and f"raise `max_runs` of workload w to {needed}" in shown
+    assert code == 0 and f"raise `max_runs` of workload w to {needed * 3} ({needed} pairs of 3 runs" in shown
 
 
 def test_an_undecidable_verdict_says_no_affordable_amount_would_with_the_detectable_effect(tmp_path):
