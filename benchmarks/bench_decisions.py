@@ -100,8 +100,9 @@ def server_block(name: str, speed: float, life: Path, seed: int, epoch: float, n
 def workload_block(noise: dict) -> str:
     c = noise["concurrency"]
     block = f'  block = {noise["block"]}\n' if noise.get("block") else ""
+    most = f'  max_runs = {noise["max_runs"]}\n' if noise.get("max_runs") is not None else ""  # None: the default
     return (f'workload "w" {{\n  endpoint = "completions"\n  input_len = 8\n  output_len = {noise["output_len"]}\n  requests = {c}\n'
-            f'  concurrency = {c}\n  runs = {noise["runs"]}\n  max_runs = {noise["max_runs"]}\n{block}'
+            f'  concurrency = {c}\n  runs = {noise["runs"]}\n{most}{block}'
             '  timeout = 60s\n}\n')
 
 

@@ -504,6 +504,74 @@ def run_launches(args) -> list[str]:
     ]
 
 
+ECONOMY_SECTION = "## Verdicts: runs of each arm (simulation)"
+ECONOMY_COST = 10.0  # a launch costs this many runs (the calibrated design)
+
+
+def economy_designs(runs: int, ratio: float) -> dict:
+    """name -> (runs per launch, schedule) for a workload of `runs`
+    (plan.economy): before (one run a launch: `runs` pairs), now (all of
+    `runs` on one launch), calibrated (Kalibera and Jones's runs per launch
+    at the true variances, a launch costing ECONOMY_COST runs)."""
+    from specdsl.model.config import Workload
+    from specdsl.plan.looks import schedule_for
+    from specdsl.verdict import runs_per_launch
+
+    w = Workload(name="w", runs=runs)
+    b = runs_per_launch(ECONOMY_COST, 1.0, LAUNCH_CV ** 2, (ratio * LAUNCH_CV) ** 2, hi=runs)
+    return {"before: 1 run a launch": (1, schedule_for(w, block=1)), f"now: {runs} runs a launch": (runs, schedule_for(w)),
+            f"calibrated: {b} a launch": (b, schedule_for(w, block=b))}
+
+
+def economy_task(task: tuple) -> dict:
+    seed, applies, runs, ratio, index = task
+    out = []
+    for d, (name, (block, look)) in enumerate(economy_designs(runs, ratio).items()):
+        row = {"runs": runs, "ratio": ratio, "design": name, "looks": look.looks()}
+        for scenario in ("boundary", "power"):
+            truth, k = SCENARIOS[scenario]
+            rng = np.random.default_rng([seed, 33, runs, int(ratio * 10), d, scenario == "power"])
+            values = simulate_new(rng, applies, look.max, truth, LAUNCH_CV, ratio * LAUNCH_CV, block)
+            verdict, used = adaptive_vectorised(values, k, look)
+            row[scenario] = {"pass": float((verdict == 1).mean()), "fail": float((verdict == -1).mean()),
+                             "launches": float(2 * used.mean()), "runs": float(block * used.mean())}
+        out.append(row)
+    return out
+
+
+def run_economy(args) -> list[str]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    tasks = [(args.seed, args.applies, runs, r, i) for runs in (3, 5) for i, r in enumerate(LAUNCH_RATIOS)]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        results = [row for rows in pool.map(economy_task, tasks) for row in rows]
+    bound = 0.05 + 2 * math.sqrt(0.05 * 0.95 / args.applies)
+    rows = ["| `runs` | launch sd / run sd | design | looks (pairs) | A/A at the threshold: false PASS / false FAIL "
+            "| +6% vs >= 1.03: PASS | launches of one comparison (A/A / +6%) | runs of each arm (A/A / +6%) |",
+            "|---|---|---|---|---|---|---|---|"]
+    worst = 0.0
+    for r in results:
+        b, p = r["boundary"], r["power"]
+        mark = (lambda x: f"**{pct(x)}**" if x > bound else pct(x))
+        looks = ", ".join(map(str, r["looks"])) if len(r["looks"]) <= 5 else f"{r['looks'][0]}, ..., {r['looks'][-1]}"
+        rows.append(f"| {r['runs']} | {r['ratio']:g} | {r['design']} | {looks} | {mark(b['pass'])} / {mark(b['fail'])} "
+                    f"| {pct(p['pass'])} | {b['launches']:.1f} / {p['launches']:.1f} | {b['runs']:.1f} / {p['runs']:.1f} |")
+        worst = max(worst, b["pass"], b["fail"])
+        print(rows[-1])
+    return [
+        f"What `runs` buys under plan.economy (docs/verdicts.md, \"What `runs` means in a paired comparison\"): run "
+        f"noise CV {LAUNCH_CV:.0%}, a launch factor exp(s_L z) with s_L 0 to 3 times the run sd, the drift of the launch "
+        "table, each pair one fresh launch of each arm (one at a time, AB/BA), an arm's value the mean of its launch's "
+        "runs; the adaptive rule under the schedule the paired step uses for the workload (`runs` as given, `max_runs` "
+        f"its default 3 x `runs`) and each block. {args.applies:,} simulated applies per cell (bold: more than two "
+        "binomial standard errors above 5%). \"before\": the rule until 2026-12-03 (`runs` pairs of one run); \"now\": "
+        "no calibration, all of `runs` on one launch; \"calibrated\": Kalibera and Jones's runs per launch at the true "
+        f"variances, a launch costing {ECONOMY_COST:g} runs (verdict.runs_per_launch, bounded to [1, `runs`]).", "",
+        *rows, "",
+        f"Largest false verdict at the threshold, either side, over every row: {pct(worst)}.", "",
+    ]
+
+
 def write_section(text: str, section: str = SECTION) -> None:
     path = ROOT / "docs" / "benchmarks.md"
     doc = path.read_text()
@@ -527,7 +595,22 @@ def main(argv=None) -> int:
     ap.add_argument("--cold", type=lambda text: [float(x) for x in text.split(",")], default=[1.03, 1.3],
                     help="the cold starts' slowdowns of a launch's first run, comma-separated (launch table)")
     ap.add_argument("--launches-only", action="store_true", help="only the launch table (and only its section written)")
+    ap.add_argument("--economy-only", action="store_true", help="only the runs-of-each-arm table (and only its section written)")
     args = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    economy_body = run_economy(args)
+    economy_text = "\n".join([
+        ECONOMY_SECTION, "",
+        "Command: `python benchmarks/bench_verdicts.py --economy-only" + (f" --applies {args.applies}" if args.applies != 10_000 else "")
+        + (f" --seed {args.seed}" if args.seed != 1 else "") + f"` (also run by the full command; {time.perf_counter() - t0:.0f} s). "
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, load average "
+        f"{os.getloadavg()[0]:.1f} at the end.", "",
+        *economy_body,
+    ])
+    if args.economy_only:
+        if not args.no_write:
+            write_section(economy_text, ECONOMY_SECTION)
+        return 0
     t0 = time.perf_counter()
     launch_body = run_launches(args)
     launch_wall = time.perf_counter() - t0
@@ -549,6 +632,7 @@ def main(argv=None) -> int:
     if args.launches_only:
         if not args.no_write:
             write_section(launch_text, LAUNCH_SECTION)
+            write_section(economy_text, ECONOMY_SECTION)
         print(f"\n{launch_wall:.1f} s")
         return 0
     t0 = time.perf_counter()
@@ -569,6 +653,7 @@ def main(argv=None) -> int:
     if not args.no_write:
         write_section(text)
         write_section(launch_text, LAUNCH_SECTION)
+        write_section(economy_text, ECONOMY_SECTION)
     return 0
 
 

@@ -193,11 +193,12 @@ class Workload:
     burstiness: float = 1.0
     runs: int = 1
     # Paired comparisons (a baseline measured beside its candidate): `runs`
-    # pairs first; while a verdict is undecided, more pairs up to `max_runs`
-    # (None: 3 x runs); `block` runs per server launch.
+    # runs of each arm first, on launches of `block` runs, at least 2 pairs;
+    # while a verdict is undecided, more pairs up to `max_runs` runs of each
+    # arm (None: 3 x runs) (plan/economy.py).
     max_runs: int | None = None
-    # None: chosen by `specdsl calibrate`'s measured costs and noises
-    # (plan/looks.block_of), 1 when nothing is calibrated
+    # None: chosen by `specdsl calibrate`'s measured costs and noises, at
+    # most `runs` (plan/looks.block_of), `runs` when nothing is calibrated
     block: int | None = attrs.field(default=None, metadata={"omit_none": True})
     warmup: int = 1
     # the most seconds a steady warm-up may take after every launch (slices

@@ -31,8 +31,10 @@ def aa_config(cfg: config.Config, exp: config.Experiment, pairs: int) -> tuple[c
     """A config whose one comparison measures `exp` against a copy of itself,
     with at least 2 runs on every launch (the run noise is the spread inside
     a launch, the launch noise what is left between launches)."""
-    # `--pairs` is what it measures: the comparison's own budget (max_launches, max_time) is not its
-    workload = attrs.evolve(exp.workload, runs=pairs, max_runs=pairs, block=max(2, exp.workload.block or 2),
+    block = max(2, exp.workload.block or 2)
+    # `runs` counts the runs of each arm (plan.economy): `pairs` launches of `block` runs; `--pairs` is
+    # what it measures: the comparison's own budget (max_launches, max_time) is not its
+    workload = attrs.evolve(exp.workload, runs=pairs * block, max_runs=pairs * block, block=block,
                             max_launches=None, max_time=None)
     twin = attrs.evolve(exp, name=f"{exp.name}~aa", asserts=(), promote=None, baseline=None, workload=workload)
     cand = attrs.evolve(exp, name=f"{exp.name}~calibrate", asserts=(), promote=None, workload=workload,

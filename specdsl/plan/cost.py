@@ -201,7 +201,10 @@ def paired_cost(addr: str, content: dict, workload, *, done: int, first: int, mo
     candidate's launch and runs only; pairs past them, at most, both arms'."""
     from specdsl.graph.pairs import launches
 
-    block = block if block is not None else (workload.block or 1)
+    if block is None:
+        from specdsl.plan.economy import default_block
+
+        block = default_block(workload)
 
     now, at_most = first, max(first, most - done)
     a, b = arm_launch_identity(content, "baseline"), arm_launch_identity(content, "candidate")
@@ -312,7 +315,7 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     estimate, k = (decision.estimate, decision.threshold) if decision is not None else (None, None)
     if estimate is not None and not math.isfinite(estimate):
         estimate = None
-    most = max_runs(workload)
+    most = max_runs(workload, block)
     base = Undecided(check_step.addr, exp.name, verdict_run.id, verdict.detail if verdict is not None else "", not_promoted,
                      pairs=int(n) if n is not None else None, noise=noise, most=most)
     paired = "paired" in bench_step.payload
@@ -352,7 +355,12 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     what = (f"a decision needs about {needed} pairs at the measured noise (sd {significant(noise, 3)} of the log ratios of "
             f"{done} pairs) and estimate: {more} more pair{'s' if more != 1 else ''}, {launches(more)} launches, "
             + (f"~{duration_text(seconds)}" if seconds is not None else f"time unknown ({cost.unknown if cost else 'no durations'})"))
-    todo = (f"raise `max_runs` of workload {workload.name} to {needed} and apply again" if needed > most
-            else f"max_runs = {most} allows it: apply again")
+    from specdsl.plan.economy import budget_runs, default_block
+
+    per_launch = block if block is not None else default_block(workload)
+    # `max_runs` counts runs of each arm (plan.economy): the pairs needed, `per_launch` runs each
+    todo = (f"raise `max_runs` of workload {workload.name} to {needed * per_launch} ({needed} pairs of {per_launch} "
+            f"run{'s' if per_launch != 1 else ''} a launch) and apply again" if needed > most
+            else f"max_runs = {budget_runs(workload)} ({most} pairs) allows it: apply again")
     return attrs.evolve(base, noise=noise, needed=needed, more_pairs=more, launches=launches(more), seconds=seconds,
                         advice=f"{what}; {todo}")

@@ -174,7 +174,8 @@ def make_plan(
         # the workload wants asks for the rest. An unknown count is enough.
         recorded = run_counts.get(results[step.identity])
         workload = step.payload["experiment"].workload
-        wanted = first_pairs(workload) if "paired" in step.payload else workload.runs
+        per_launch = block_of(workload, state, step.payload["experiment"].name) if "paired" in step.payload else None
+        wanted = first_pairs(workload, block=per_launch) if "paired" in step.payload else workload.runs
         if "paired" in step.payload and recorded is not None and recorded < wanted:
             # its own budget (max_launches, max_time) may stop it before its first look
             fit = own_fit(step, state, durations, done=recorded, most=wanted)
@@ -189,7 +190,7 @@ def make_plan(
             if index is None:
                 index = Index(state)
             open_checks = _undecided_checks(graph, addr, index)
-            budget = max_runs(workload) + max(0, more)
+            budget = max_runs(workload, per_launch) + max(0, more)
             # its own budget (max_launches, max_time) reached: nothing more is measured
             budget = min(budget, own_fit(step, state, durations, done=recorded, most=budget))
             if open_checks and recorded < budget:
@@ -398,9 +399,9 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
                                           block=block), graph, step, durations, said))
             continue
         if "paired" in step.payload:
-            first = (want - have) if want is not None else first_pairs(workload)
+            first = (want - have) if want is not None else first_pairs(workload, block=block)
             group = (shared or {}).get(addr, ())
-            out.append(cold(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload),
+            out.append(cold(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload, block),
                                           durations=durations, block=block,
                                           shares_with=group[0] if group and group[0] != addr else None), graph, step, durations, said))
             continue
@@ -507,7 +508,8 @@ def noise_note(step, state, spec: str, noise_runs: dict | None = None) -> str:
         return f"; noise of {metric} unknown: measure it with `specdsl calibrate {exp.name} {spec}`"
     from specdsl.verdict import mde_ratio
 
-    first, most = first_pairs(exp.workload), max_runs(exp.workload)
+    block = block_of(exp.workload, state, exp.name)
+    first, most = first_pairs(exp.workload, block=block), max_runs(exp.workload, block)
     at = f"{mde_ratio(sd, first) - 1:.1%} at {first} pairs"
     if most > first:
         at += f", {mde_ratio(sd, most) - 1:.1%} at {most}"
@@ -544,8 +546,8 @@ def paired_cost(step, state=None, group: tuple[str, ...] = ()) -> str:
     them; the others count their candidate's launches only."""
     workload = step.payload["experiment"].workload
     block = block_of(workload, state, step.payload["experiment"].name)
-    pairs = first_pairs(workload)
-    most = max_runs(workload)
+    pairs = first_pairs(workload, block=block)
+    most = max_runs(workload, block)
     against = step.payload["paired"].name
     if "track_lock" in step.payload:
         against = f"track {step.payload['experiment'].baseline.name} rebuilt from {step.payload['track_lock']}"
@@ -559,7 +561,7 @@ def paired_cost(step, state=None, group: tuple[str, ...] = ()) -> str:
                 f"to the first look, {launches(pairs)} launches, {2 * pairs * block} runs")
         if others:
             text += f"; each baseline launch also serves {', '.join(others)}"
-    if most > first_pairs(workload):
+    if most > pairs:
         text += f"; up to {most - pairs} more pairs while undecided"
     return text
 

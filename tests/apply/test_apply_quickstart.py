@@ -104,8 +104,8 @@ def test_saved_plan_applies_exactly_and_stale_plan_is_refused(quickstart):
     spec = folder / "quickstart.spec"
     original = spec.read_text()
     try:
-        assert "runs     = 2" in original
-        spec.write_text(original.replace("runs     = 2", "runs     = 3"))
+        assert "runs     = 4" in original
+        spec.write_text(original.replace("runs     = 4", "runs     = 6"))
         stale = specdsl("apply", "plans/old.plan.toml", cwd=folder, timeout=120)
         assert stale.returncode == 6, stale.stdout + stale.stderr
         assert "changed since the plan was made" in stale.stderr
@@ -131,7 +131,7 @@ AA = '''
 experiment "aa" {
   stack    = stack.serve
   server   = server.tiny { args = { continuous-batching = true, cb-max-memory-percent = 0.02 } }
-  workload = workload.c16 { max_runs = 2 }
+  workload = workload.c16 { max_runs = 4 }
   baseline = experiment.batched
   assert "same" { output_throughput >= baseline.output_throughput * 0.7 }
 }

@@ -35,6 +35,7 @@ workload "w" {
   concurrency = 2
   runs        = 2
   max_runs    = 2
+  block       = 1
   warmup      = 0
   ignore_eos  = true
 }

@@ -30,7 +30,7 @@ def _server(name: str, speed: float, life: Path) -> str:
 def _spec(life: Path, speeds=(("base", 1.0), ("up", 0.7), ("fix", 1.4)), max_runs: int = 3, runs: int = 3) -> str:
     text = ('stack "sys" {\n  python = "system"\n}\n'
             'workload "w" {\n  endpoint = "completions"\n  input_len = 8\n  output_len = 8\n  requests = 4\n'
-            f'  concurrency = 4\n  runs = {runs}\n  max_runs = {max_runs}\n  warmup = 4\n  timeout = 30s\n}}\n')
+            f'  concurrency = 4\n  runs = {runs}\n  max_runs = {max_runs}\n  block = 1\n  warmup = 4\n  timeout = 30s\n}}\n')
     for name, speed in speeds:
         text += _server(name, speed, life)
         text += f'experiment "{name}" {{\n  stack = stack.sys\n  server = server.{name}\n  workload = workload.w\n'

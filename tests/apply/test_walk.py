@@ -40,9 +40,11 @@ def server(name: str, speed: float, life: Path, *extra: str) -> str:
 
 
 def workload(sleep: float = 0.0, runs: int = 2) -> str:
+    """`block = 1`: a paired comparison of `runs` pairs of one run each (the
+    tests here count pairs; plan.economy)."""
     argv = [sys.executable, PROBE, "{base_url}"] + (["--sleep", str(sleep)] if sleep else [])
     items = ", ".join(f'"{a}"' for a in argv)
-    return (f'workload "w" {{\n  command = [{items}]\n  runs = {runs}\n  timeout = 60s\n'
+    return (f'workload "w" {{\n  command = [{items}]\n  runs = {runs}\n  block = 1\n  timeout = 60s\n'
             '  metric "tps" { regex = "tps: ([0-9.]+)" }\n}\n')
 
 
@@ -391,7 +393,8 @@ def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_p
 
     life = tmp_path / "life.txt"
     epoch = time.time()
-    text = _pair_spec(_drifting("b", 100, life, epoch, 5), _drifting("c", 100, life, epoch, 6), "1.03")
+    # no block declared: calibrate runs 2 on every launch, and its suggestion is the walk's
+    text = _pair_spec(_drifting("b", 100, life, epoch, 5), _drifting("c", 100, life, epoch, 6), "1.03").replace("  block = 1\n", "")
     (tmp_path / "walk.spec").write_text(text)
     env = dict(os.environ, SPECDSL_ENV_ROOT=str(env_root))
 
@@ -418,7 +421,8 @@ def test_calibrate_records_the_noise_and_plan_prints_the_detectable_effect(tmp_p
     from specdsl.plan.looks import block_of
 
     cand = resolve_file(tmp_path / "walk.spec").config.experiment("cand")
-    assert cand.workload.block is None and block_of(cand.workload, state, "cand") == int(metrics["block.suggested"])
+    # the suggestion, at most `runs` (plan.economy: `runs` counts the runs of each arm)
+    assert cand.workload.block is None and block_of(cand.workload, state, "cand") == min(int(metrics["block.suggested"]), 3)
     assert block_of(attrs.evolve(cand.workload, block=3), state, "cand") == 3  # a declared block wins
     after = cli("plan", "--no-refresh", "walk.spec")
     assert "detectable effect" in after.stdout and f"noise {sd:.3g}" in after.stdout, after.stdout

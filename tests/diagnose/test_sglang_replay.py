@@ -96,6 +96,7 @@ workload "decode" {{
   command = [{probe}]
   runs     = 3
   max_runs = 3
+  block    = 1
   timeout  = 60s
   metric "tps" {{ regex = "tps: ([0-9.]+)" }}
 }}

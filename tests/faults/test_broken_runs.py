@@ -200,6 +200,7 @@ workload "w" {
   concurrency = 1
   runs        = 2
   max_runs    = 2
+  block       = 1
   warmup      = 0
   timeout     = 2s
 }

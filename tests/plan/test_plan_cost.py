@@ -59,11 +59,11 @@ def test_empty_state_counts_pairs_launches_and_runs_and_the_time_is_unknown(tmp_
     assert all("cost" not in c for c in doc["changes"] if c["kind"] != "benchmark")
 
 
-def _recorded_durations_state(tmp_path):
+def _recorded_durations_state(tmp_path, spec: str = SPEC):
     """SPEC applied, with a launch of each server recorded (12 s and 20 s to
     ready), base's run at 4 s and the pairs' runs at 3 s (A, the same server
     and workload as base: pooled with it, median 3 s) and 2 s (B)."""
-    cfg = resolve_text(tmp_path, SPEC)
+    cfg = resolve_text(tmp_path, spec)
     graph, _ = plan_for(cfg)
     state_dir = tmp_path / "state"
     state = applied_state(graph)
@@ -153,7 +153,8 @@ def test_an_undecided_verdict_says_what_a_decision_needs_and_is_pending(tmp_path
     assert "nothing was promoted to track prod: check.cand.faster was inconclusive" in text
     assert (f"a decision needs about {needed} pairs at the measured noise (sd 0.08 of the log ratios of 3 pairs) and "
             f"estimate: {needed - 3} more pairs, {launches(needed - 3)} launches, time unknown") in text
-    assert f"raise `max_runs` of workload w to {needed} and apply again" in text
+    b = cfg.experiment("cand").workload.runs  # no block, nothing calibrated: all of `runs` on one launch (plan.economy)
+    assert f"raise `max_runs` of workload w to {needed * b} ({needed} pairs of {b} runs a launch) and apply again" in text
     assert "No changes to the steps, but 1 gating verdict is undecided" in text and "No changes. Every" not in text
     # the check's noise note: measured by the pairs, not "measure it with calibrate"
     assert "measured by the 3 pairs of verdict run v1" in plan.change("check.cand.faster").reason
@@ -174,7 +175,7 @@ def test_an_undecided_verdict_says_what_a_decision_needs_and_is_pending(tmp_path
     saved = tmp_path / "p.plan.toml"
     assert run(capsys, "plan", "--no-refresh", str(tmp_path / "x.spec"), "--state", str(state_dir), "-o", str(saved))[0] == 0
     code, shown, _ = run(capsys, "show", str(saved))
-    assert code == 0 and f"raise `max_runs` of workload w to {needed}" in shown
+    assert code == 0 and f"raise `max_runs` of workload w to {needed * 3} ({needed} pairs of 3 runs" in shown
 
 
 def test_an_undecidable_verdict_says_no_affordable_amount_would_with_the_detectable_effect(tmp_path):
@@ -251,25 +252,29 @@ def test_diff_reads_the_paired_arm_of_a_baseline_measured_only_there(tmp_path):
 
 def test_a_calibrated_block_is_what_the_plan_counts_runs_by(tmp_path):
     """A workload that declares no `block` runs what `specdsl calibrate`
-    suggested on each launch (plan.looks.block_of, as the walk does): the
-    plan's runs, its benchmark line and the time of the runs say that many,
-    and a declared `block` still wins."""
-    cfg, graph, state, state_dir = _recorded_durations_state(tmp_path)
+    suggested on each launch, at most `runs` (plan.looks.block_of, as the
+    walk does): the plan's runs, its benchmark line and the time of the
+    runs say that many, and a declared `block` still wins. `runs = 6`:
+    uncalibrated, 2 pairs of 6 runs a launch, up to 3; calibrated at 3 a
+    launch, 2 pairs of 3, up to 6, whose look at 2 pairs cannot decide: 3
+    pairs to the first look (plan.economy)."""
+    cfg, graph, state, state_dir = _recorded_durations_state(
+        tmp_path, SPEC.replace("  requests    = 16\n}", "  requests    = 16\n  runs        = 6\n}", 1))
     w = cfg.experiment("cand").workload
-    assert w.block is None
+    assert w.block is None and w.runs == 6
     durations = recorded_durations(state, state_dir, graph)
     _, plain = plan_for(cfg, state, rerun=True, durations=durations)
     calibrated = state.with_run(RunRecord(id="cal", step="calibrate.cand", identity="c", experiment="cand",
                                           status="completed", started="t", metrics={"block.suggested": 3.0}))
     _, plan = plan_for(cfg, calibrated, rerun=True, durations=durations)
-    most = max_runs(w)
     before, after = plain.cost("benchmark.cand"), plan.cost("benchmark.cand")
-    assert (before.runs_first, before.runs_most) == (2 * 2, 2 * most)
-    assert (after.runs_first, after.runs_most) == (2 * 3 * 2, 2 * 3 * most)
-    assert (after.launches_first, after.launches_most) == (before.launches_first, before.launches_most)
-    # the same launches (12 s and 20 s), three runs of each arm (3 s + 2 s) a pair instead of one
-    assert after.seconds_first - before.seconds_first == pytest.approx(2 * 2 * 5.0)
-    assert f"{launches(2)} launches, {2 * 3 * 2} runs" in plan.change("benchmark.cand").reason
+    assert (before.pairs_first, before.pairs_most, after.pairs_first, after.pairs_most) == (2, 3, 3, 6)
+    assert (before.runs_first, before.runs_most) == (2 * 6 * 2, 2 * 6 * 3)
+    assert (after.runs_first, after.runs_most) == (2 * 3 * 3, 2 * 3 * 6)
+    assert (before.launches_first, after.launches_first) == (launches(2), launches(3))
+    # one more pair's launches (12 s and 20 s), 9 runs of each arm (3 s + 2 s) instead of 12
+    assert after.seconds_first - before.seconds_first == pytest.approx(12.0 + 20.0 - 3 * 5.0)
+    assert f"{launches(3)} launches, {2 * 3 * 3} runs" in plan.change("benchmark.cand").reason
     declared = resolve_text(tmp_path, SPEC.replace("requests    = 16", "requests    = 16\n  block       = 2"))
     _, plan = plan_for(declared, calibrated, rerun=True, durations=durations)
     assert plan.cost("benchmark.cand").runs_first == 2 * 2 * 2

@@ -51,7 +51,7 @@ def test_raising_timeout_reuses_recorded_results(tmp_path):
 
 
 def test_fewer_recorded_runs_than_wanted_asks_for_the_rest(tmp_path):
-    cfg = with_workload(tmp_path, "  runs = 5\n", "a.spec")
+    cfg = with_workload(tmp_path, "  runs = 5\n  block = 1\n", "a.spec")  # block 1: `runs` pairs of one run
     graph, _ = plan_for(cfg)
     state = with_recorded_runs(applied_state(graph), {"benchmark.base": 3, "benchmark.cand": 4})
     _, plan = plan_for(cfg, state)

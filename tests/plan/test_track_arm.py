@@ -70,7 +70,7 @@ def test_the_arm_is_the_locked_stack_pinned_and_the_locked_server(tmp_path):
     assert dict(arm.server.env) == {"HF_TOKEN": "hf_candidatesecret123"}
     assert "provision.track.prod" in bench.deps and "launch.new" not in graph.steps
     plan = make_plan(graph, None, Refresh(), spec="x.spec", spec_digest="d")
-    assert "paired with track prod rebuilt from stacks/prod.lock.toml (two fresh launches a pair): 4 pairs to the first look" in plan.change("benchmark.up").reason
+    assert "paired with track prod rebuilt from stacks/prod.lock.toml (two fresh launches a pair): 2 pairs to the first look, 4 launches, 12 runs" in plan.change("benchmark.up").reason
 
 
 def test_pip_pins_the_declared_requirements(tmp_path):

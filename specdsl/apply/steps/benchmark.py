@@ -116,13 +116,14 @@ class Benchmark:
     def _paired(self, ctx: StepContext) -> Outcome:
         from specdsl.apply import bursts
         from specdsl.apply.steps import paired
-        from specdsl.plan.looks import looks_of
+        from specdsl.plan.looks import block_of, looks_of
 
         exp = ctx.step.payload["experiment"]
         extra = ctx.walk.plan.more
         followers = [(f, _wants_more(ctx.walk, f.payload["experiment"], extra)) for f in paired.sharing_followers(ctx)]
         more = _wants_more(ctx.walk, exp, extra)
-        doc, effective = paired.run_paired(ctx, more, looks_of(exp.workload), extra, followers)
+        doc, effective = paired.run_paired(ctx, more, looks_of(exp.workload, block_of(exp.workload, ctx.writer.state, exp.name)),
+                                         extra, followers)
         metrics = paired.record(ctx, doc, effective, doc["launches"])
         validity.note_left_out(ctx, doc)  # pairs with an invalid run: no verdict reads them
         bursts.note_remeasured(ctx, doc)  # runs a burst hit, measured again

@@ -44,7 +44,7 @@ from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
 from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order
 from specdsl.hosts import Cancelled
-from specdsl.plan.looks import block_of, first_pairs, grid_first, max_runs
+from specdsl.plan.looks import counting_block, first_pairs, grid_first, recorded_block, schedule_for
 from specdsl.plan.diff import shared_blocks
 from specdsl.plan.model import Action
 from specdsl.servers import jit as server_jit
@@ -196,7 +196,6 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     folder = ctx.new_run()
     there = host.run_folder(folder)
     workload = exp.workload
-    budget = max_runs(workload) + max(0, extra)
     comps: list[_Comparison] = []
     for k, ((member, more), label) in enumerate(zip(members, list(arms)[1:])):
         done = _Pairing.from_json(prior, earlier=shared is None) if k == 0 and prior else _Pairing()
@@ -207,9 +206,10 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                            "folder": str(folder)}
         have = len(done.complete_pairs())
         done.pairs = done.complete_pairs()  # an incomplete pair of an earlier apply is measured again
-        # at least `runs` pairs, also when `runs` was raised after an earlier
-        # apply recorded its looks (plan: "1 more run needed (3 recorded, 4 wanted)")
-        first = max(first_pairs(workload, done.looks), grid_first(workload), have)
+        # at least the pairs `runs` asks for, also when `runs` was raised after an
+        # earlier apply recorded its looks (plan: "1 more run needed (3 recorded, 4 wanted)")
+        budget = schedule_for(workload, done.looks, max(0, extra)).max
+        first = max(first_pairs(workload, done.looks), grid_first(workload, counting_block(done.looks, workload)), have)
         comps.append(_Comparison(member.addr, names[CANDIDATE], label, arms[label], done, more, first, budget, names))
     lead = comps[0].done
     up: dict[str, object] = {}  # label -> (the handle of its server, the walk's launch number), while up
@@ -218,7 +218,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     fits = gpus.split(walk, ctx.addr, decl, [a.server for a in arms.values()])
     side_by_side = fits is not None
     gpu_of = dict(zip(arms, fits)) if fits is not None else {}
-    block = block_of(workload, ctx.writer.state, exp.name)
+    block = recorded_block(lead.looks, workload)  # one share key: one block for every comparison of the walk
     warnings: list[str] = []
     warned: set = set()
     probes: dict[str, object] = {}  # label -> the compile lines its server's log gains (servers.jit)
