@@ -40,7 +40,7 @@ def _spec(life: Path, max_launches: int) -> str:
     return ('stack "sys" {\n  python = "system"\n}\n'
             f'workload "w" {{\n  command = [{client}]\n'
             '  metric "output_throughput" { json = "output_throughput" }\n'
-            f'  runs = 2\n  max_runs = 20\n  timeout = 30s\n'
+            f'  runs = 2\n  max_runs = 20\n  block = 1\n  timeout = 30s\n'
             f'  max_launches = {max_launches}\n  launch_estimate = 2s\n}}\n'
             + _server("base", 1.0, life) + _server("cand", 1.0, life)
             + 'experiment "base" {\n  stack = stack.sys\n  server = server.base\n  workload = workload.w\n}\n'

@@ -33,7 +33,7 @@ def _spec(tmp: Path) -> str:
     items = ", ".join(json.dumps(a) for a in probe)
     return ('host "a" {}\nstack "sys" {\n  python = "system"\n}\n'
             + _server("b", 100, tmp / "life.txt", epoch, 1) + _server("c", 124, tmp / "life.txt", epoch, 2)
-            + f'workload "w" {{\n  command = [{items}]\n  runs = 3\n  timeout = 60s\n'
+            + f'workload "w" {{\n  command = [{items}]\n  runs = 3\n  block = 1\n  timeout = 60s\n'
             '  metric "tps" { regex = "tps: ([0-9.]+)" }\n}\n'
             'experiment "base" {\n  host = host.a\n  stack = stack.sys\n  server = server.b\n  workload = workload.w\n}\n'
             'experiment "cand" {\n  host = host.a\n  stack = stack.sys\n  server = server.c\n  workload = workload.w\n'
