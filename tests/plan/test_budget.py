@@ -104,6 +104,7 @@ stack "sys" {
 workload "w" {
   runs = 2
   max_runs = 6
+  block = 1
   max_launches = 8
   %s
 }
@@ -199,4 +200,5 @@ def test_calibrate_measures_its_pairs_whatever_the_comparisons_budget(tmp_path):
     assert cfg.experiment("cand").workload.max_launches == 8
     aa, cand = aa_config(cfg, cfg.experiment("cand"), 6)
     workload = aa.experiment(cand).workload
-    assert (workload.runs, workload.max_launches, workload.max_time) == (6, None, None)
+    # 6 pairs of calibrate's launches (2 runs each arm: runs count the runs of each arm)
+    assert (workload.runs, workload.block, workload.max_launches, workload.max_time) == (12, 2, None, None)
