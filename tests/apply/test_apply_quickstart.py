@@ -138,6 +138,7 @@ experiment "aa" {
 '''
 
 
+@pytest.mark.proof  # a minute of real servers; the A/A soundness is also held by the doubles' tests (test_walk)
 def test_aa_pair_never_fails(quickstart, tmp_path):
     folder, first = quickstart
     assert first.returncode == 0

@@ -49,6 +49,7 @@ workload "w" {{
   requests    = 8
   concurrency = 4
   runs        = 2
+  block       = 1
 }}
 experiment "base" {{
   host     = host.a
