@@ -9,10 +9,11 @@ CUDA build it claims: `effective.torch_cuda == "13.0"`."""
 from __future__ import annotations
 
 
-def stack_facts(walk, state, step) -> dict[str, str]:
+def stack_facts(walk, state, step, deps=None) -> dict[str, str]:
     """The facts above for the benchmark `step`: the environment of the
-    provision step it depends on (through its server's launch)."""
-    todo, seen = list(step.deps), set()
+    provision step it depends on (through its server's launch); `deps`
+    instead of the step's own (a paired benchmark's candidate: its last)."""
+    todo, seen = list(step.deps if deps is None else deps), set()
     while todo:
         dep = todo.pop(0)
         prov = walk.graph.steps.get(dep)

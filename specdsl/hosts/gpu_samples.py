@@ -17,8 +17,8 @@ names knows them as `clocks_throttle_reasons.*` (the same bits): asked
 with those when the new names are refused. A value a GPU does not report
 (`[N/A]`, `[Not Supported]`) is None.
 
-Nothing here imports from the rest of specdsl but `hosts.base` (and
-`stats` for the median).
+Nothing here imports from the rest of specdsl but `hosts.base`, the
+cell readers of `hosts.gpus` (and `stats` for the median).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import attrs
 
 from specdsl import stats
 from specdsl.hosts.base import Host, HostError, ProcessHandle
+from specdsl.hosts.gpus import smi_number, smi_value
 
 INTERVAL_MS = 200
 _PROBE_TIMEOUT_S = 30
@@ -62,21 +63,6 @@ class Sample:
     reasons: tuple[str, ...] = ()
 
 
-def _value(text: str) -> str | None:
-    text = text.strip()
-    if not text or text.startswith("[") or text in ("N/A", "Not Supported"):
-        return None
-    return text
-
-
-def _number(text: str) -> float | None:
-    v = _value(text)
-    try:
-        return None if v is None else float(v.split()[0])
-    except ValueError:
-        return None
-
-
 def parse_samples(text: str, strict: bool = True) -> list[Sample]:
     """The rows of the sampling query (FIELDS order), in order. A line that
     is not a row (a last line cut short when the sampler was stopped, a
@@ -92,13 +78,13 @@ def parse_samples(text: str, strict: bool = True) -> list[Sample]:
             strays.append(line.strip())
             continue
         try:
-            mask = None if _value(cells[6]) is None else int(cells[6], 0)
+            mask = None if smi_value(cells[6]) is None else int(cells[6], 0)
         except ValueError:
             mask = None
         named = {r for r, cell in zip(REASONS, cells[7:]) if cell.strip().lower() == "active"}
         masked = {r for r, bit in REASON_BITS.items() if mask is not None and mask & bit}
-        out.append(Sample(int(cells[0]), _number(cells[1]), _number(cells[2]), _number(cells[3]), _number(cells[4]),
-                          _number(cells[5]), mask, tuple(r for r in REASONS if r in named | masked)))
+        sm, mem, power, temp, util = (smi_number(c) for c in cells[1:6])
+        out.append(Sample(int(cells[0]), sm, mem, power, temp, util, mask, tuple(r for r in REASONS if r in named | masked)))
     if strict and not out and strays:
         raise SampleError(f"nvidia-smi printed no GPU row: {strays[0][:200]!r}")
     return out

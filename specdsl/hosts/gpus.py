@@ -113,15 +113,17 @@ class GpuReport:
                 "driver_version": ", ".join(drivers), "gpus": [g.to_json() for g in self.gpus]}
 
 
-def _value(text: str) -> str | None:
+def smi_value(text: str) -> str | None:
+    """One cell of nvidia-smi's CSV, or None where the GPU does not report it (`[N/A]`, `[Not Supported]`)."""
     text = text.strip()
     if not text or text.startswith("[") or text in ("N/A", "Not Supported"):
         return None
     return text
 
 
-def _number(text: str) -> float | None:
-    v = _value(text)
+def smi_number(text: str) -> float | None:
+    """A cell's number (its unit, if any, left out), or None."""
+    v = smi_value(text)
     if v is None:
         return None
     try:
@@ -131,7 +133,7 @@ def _number(text: str) -> float | None:
 
 
 def _mask(text: str) -> int | None:
-    v = _value(text)
+    v = smi_value(text)
     if v is None:
         return None
     try:
@@ -150,9 +152,9 @@ def parse_gpus(text: str) -> list[Gpu]:
         if len(cells) != len(GPU_FIELDS) or not cells[0].isdigit():
             raise GpuQueryError(f"nvidia-smi printed a line that is not a GPU row: {line.strip()[:200]!r}")
         out.append(Gpu(index=int(cells[0]), uuid=cells[1], name=cells[2], driver=cells[3],
-                       memory_used_mib=_number(cells[4]), memory_total_mib=_number(cells[5]),
-                       utilization_pct=_number(cells[6]), clock_sm_mhz=_number(cells[7]),
-                       clock_max_sm_mhz=_number(cells[8]), throttle_mask=_mask(cells[9])))
+                       memory_used_mib=smi_number(cells[4]), memory_total_mib=smi_number(cells[5]),
+                       utilization_pct=smi_number(cells[6]), clock_sm_mhz=smi_number(cells[7]),
+                       clock_max_sm_mhz=smi_number(cells[8]), throttle_mask=_mask(cells[9])))
     return out
 
 
@@ -163,7 +165,7 @@ def parse_apps(text: str) -> list[GpuProcess]:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) < 2 or not cells[1].isdigit():
             continue  # "No running processes found" and the like
-        out.append(GpuProcess(cells[0], int(cells[1]), _number(cells[2]) if len(cells) > 2 else None))
+        out.append(GpuProcess(cells[0], int(cells[1]), smi_number(cells[2]) if len(cells) > 2 else None))
     return out
 
 

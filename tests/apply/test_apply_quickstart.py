@@ -47,6 +47,8 @@ def test_quickstart_applies_checks_and_promotes(quickstart):
     serial = sorted(r["metrics"]["output_throughput"] for r in doc["runs"] if r["index"] in a_runs)
     assert promoted.metric("output_throughput") >= 1.2 * serial[len(serial) // 2]
     assert dict(promoted.effective)["continuous_batching"] is True
+    # the candidate's stack as built, for `effective.torch_*` assertions (a CPU torch: a version, no CUDA build)
+    assert dict(promoted.effective)["torch_version"].startswith("2.") and "torch_cuda" not in dict(promoted.effective)
     # the server without the flag really ran without continuous batching (its own log says so)
     assert doc["effective"]["A"]["continuous_batching"] is False
     assert set(state.promotions[-1].checks) == {"batching on", "faster"}

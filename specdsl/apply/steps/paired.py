@@ -37,6 +37,7 @@ from specdsl import bench, secrets, servers
 from specdsl.apply import bursts, gpus, run_conditions, validity
 from specdsl.apply.budget import Spending
 from specdsl.apply.context import StepContext, StepFailed
+from specdsl.apply.stack_facts import stack_facts
 from specdsl.apply.steps.common import cache_facts, command_stack, localize, localize_command, medians_of_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.tokenizer_choice import tokenizer_for
@@ -614,6 +615,8 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
     effective = effective | gpus.visible(ctx.walk, ctx.addr, ctx.step.payload["host"])  # the GPUs both arms ran on
     effective = effective | doc.get("gpu_facts", {})  # the snapshots at the pair's start and end
     effective = effective | run_conditions.during(bench.RunResult.from_json(r) for r in doc["runs"])  # each run's GPUs
+    # the candidate's stack (its provision: the step's last dependency): torch's CUDA build, nvcc
+    effective = stack_facts(ctx.walk, ctx.writer.state, ctx.step, deps=ctx.step.deps[-1:]) | effective
     run = attrs.evolve(ctx.writer.run_record(ctx.step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
                                              effective=effective, argv=argv), runs=len(doc["pairs"]))
     ctx.writer.step_done(ctx.step, run)
