@@ -138,6 +138,12 @@ class Host(Protocol):
         only its last `max_bytes`. `FileNotFoundError` when it is missing."""
         ...
 
+    def read_from(self, path: Path, offset: int) -> bytes:
+        """The bytes of `path` after its first `offset` (b"" when it does not
+        exist, or is no longer than that; a host may return them in pieces:
+        call again from the new offset until b"")."""
+        ...
+
     def write_text(self, path: Path, text: str, *, mode: int = 0o600) -> None:
         """Write atomically (a temporary file renamed over `path`), parents
         made as needed (0700); the file is the owner's only by default."""

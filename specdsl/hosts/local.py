@@ -272,6 +272,15 @@ class LocalHost:
                 f.seek(max(0, f.tell() - max_bytes))
             return f.read().decode("utf-8", errors="replace")
 
+    def read_from(self, path: Path, offset: int) -> bytes:
+        """See `Host.read_from`."""
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                return f.read()
+        except OSError:
+            return b""
+
     def write_text(self, path: Path, text: str, *, mode: int = 0o600) -> None:
         """See `Host.write_text`."""
         path = Path(path)

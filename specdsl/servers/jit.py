@@ -46,41 +46,45 @@ def jit_events(text: str, patterns) -> list[JitEvent]:
 
 class LogProbe:
     """The compile events a server's log gained since the last call, read
-    through its host. The first call reads from where the probe was made
-    (`mark()` moves the mark to the log's end: startup lines are not
-    events of the warm-up). An unreadable log has no events (and says so
-    in `error`)."""
+    through its host from where the last call ended (`Host.read_from`: a
+    long log over SSH is not read again at every slice and run). The first
+    call reads from where the probe was made (`mark()` moves the mark to
+    the log's end: startup lines are not events of the warm-up); a log
+    that became shorter (a new one at the same path) is read whole. An
+    unreadable log has no events (and says so in `error`)."""
 
     def __init__(self, host, log_path: str | Path, engine: str, version: str | None) -> None:
         self.host, self.path = host, Path(log_path)
         self.patterns = patterns_for(engine, version)
         self.error = ""
-        self.offset = 0
+        self.offset = 0  # bytes of the log read so far
         self.mark()
 
-    def _text(self) -> str:
+    def _gained(self) -> bytes:
+        """What the log holds after `offset`, to its end."""
+        out = b""
         try:
-            return self.host.read_text(self.path)
+            while chunk := self.host.read_from(self.path, self.offset + len(out)):
+                out += chunk
+            if not out and self.offset and not self.host.read_from(self.path, self.offset - 1):
+                self.offset = 0  # shorter than what was read: a new log
+                return self._gained()
         except (HostError, OSError) as exc:
             self.error = f"could not read {self.path}: {exc}"
-            return ""
+        return out
 
     def mark(self) -> None:
-        self.offset = len(self._text()) if self.patterns else 0
+        if self.patterns:
+            self.offset += len(self._gained())
 
     def __call__(self) -> list[JitEvent]:
         if not self.patterns:
             return []
-        text = self._text()
-        if len(text) < self.offset:  # a new log (a relaunch): read it whole
-            self.offset = 0
-        new, self.offset = text[self.offset:], len(text)
+        new = self._gained()
         # a line still being written is read with the next call
-        cut = max(new.rfind("\n"), new.rfind("\r"))
-        if cut < len(new) - 1:
-            self.offset -= len(new) - cut - 1
-            new = new[:cut + 1]
-        return jit_events(new, self.patterns)
+        cut = max(new.rfind(b"\n"), new.rfind(b"\r")) + 1
+        self.offset += cut
+        return jit_events(new[:cut].decode("utf-8", errors="replace"), self.patterns)
 
 
 def probe(handle, host) -> LogProbe:

@@ -113,3 +113,33 @@ def test_a_probe_reads_only_what_the_log_gained_and_waits_for_a_whole_line(tmp_p
     assert probe() == []
     log.write_text("[Autotuner]: Autotuning process starts\n")  # a new, shorter log: read whole
     assert [e.kind for e in probe()] == ["autotune"]
+
+
+class CountingHost(LocalHost):
+    """TEST DOUBLE: this machine, counting the bytes the probe reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read = 0
+
+    def read_from(self, path, offset):
+        data = super().read_from(path, offset)
+        self.read += len(data)
+        return data
+
+
+def test_a_probe_reads_the_log_once_not_again_at_every_call(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text((DATA / "vllm-0.26.0-h200-flash-attn.log").read_text())
+    size = log.stat().st_size
+    host = CountingHost()
+    probe = LogProbe(host, log, "vllm", "0.26.0")
+    assert host.read == size  # the startup, read once to mark its end
+    for _ in range(5):
+        assert probe() == []
+    line = "[Autotuner]: Autotuning process starts\n"
+    with open(log, "a") as f:
+        f.write(line)
+    assert [e.kind for e in probe()] == ["autotune"]
+    # five quiet calls and one that found a line: the new bytes (and a byte a call to see the log is not shorter)
+    assert host.read <= size + len(line) + 6, host.read
