@@ -114,11 +114,13 @@ def _duration(text: str) -> float:
     import argparse
     import re
 
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)\s*", text)
+    from specdsl.model.ast import DURATION_UNITS
+
+    m = re.fullmatch(rf"\s*([0-9]+(?:\.[0-9]+)?)\s*({'|'.join(sorted(DURATION_UNITS, key=len, reverse=True))})\s*", text)
     if m is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration: give a number and its unit, such as 90m or 2h "
                                          "(units: ms, s, m, h)")
-    seconds = float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    seconds = float(m.group(1)) * DURATION_UNITS[m.group(2)]
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a budget of time is positive")
     return seconds
