@@ -74,10 +74,9 @@ def parse_pid_stat(text: str) -> tuple[int, int, int]:
     return pid, int(rest[1]), sum(int(x) for x in rest[11:15])
 
 
-def tree_ticks(root: int, proc: str = "/proc") -> int:
-    """CPU ticks of process `root` and all its descendants, alive now."""
-    parent: dict[int, int] = {}
-    ticks: dict[int, int] = {}
+def _processes(proc: str) -> dict[int, tuple[int, int]]:
+    """Every process alive now: pid -> (ppid, CPU ticks)."""
+    out: dict[int, tuple[int, int]] = {}
     for name in os.listdir(proc):
         if not name.isdigit():
             continue
@@ -86,19 +85,28 @@ def tree_ticks(root: int, proc: str = "/proc") -> int:
                 pid, ppid, t = parse_pid_stat(f.read())
         except (OSError, ValueError, IndexError):
             continue  # it ended while we read
-        parent[pid], ticks[pid] = ppid, t
+        out[pid] = (ppid, t)
+    return out
+
+
+def _tree(root: int, table: dict[int, tuple[int, int]]) -> set[int]:
+    """`root` and its descendants in `table` (_processes)."""
     children: dict[int, list[int]] = {}
-    for pid, ppid in parent.items():
+    for pid, (ppid, _) in table.items():
         children.setdefault(ppid, []).append(pid)
-    total, todo, seen = 0, [root], set()
+    out, todo = set(), [root]
     while todo:
         pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        total += ticks.get(pid, 0)
-        todo += children.get(pid, ())
-    return total
+        if pid not in out:
+            out.add(pid)
+            todo += children.get(pid, ())
+    return out
+
+
+def tree_ticks(root: int, proc: str = "/proc") -> int:
+    """CPU ticks of process `root` and all its descendants, alive now."""
+    table = _processes(proc)
+    return sum(table[pid][1] for pid in _tree(root, table) if pid in table)
 
 
 def parse_pressure(text: str) -> int | None:
@@ -151,25 +159,7 @@ def between(a: Snapshot | None, b: Snapshot | None, cores: int | None = None) ->
 
 def tree_pids(root: int, proc: str = "/proc") -> set[int]:
     """Process `root` and its descendants alive now."""
-    parent: dict[int, int] = {}
-    for name in os.listdir(proc):
-        if name.isdigit():
-            try:
-                with open(f"{proc}/{name}/stat") as f:
-                    text = f.read()
-                parent[int(name)] = int(text[text.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    children: dict[int, list[int]] = {}
-    for pid, ppid in parent.items():
-        children.setdefault(ppid, []).append(pid)
-    out, todo = set(), [root]
-    while todo:
-        pid = todo.pop()
-        if pid not in out:
-            out.add(pid)
-            todo += children.get(pid, ())
-    return out
+    return _tree(root, _processes(proc))
 
 
 def running_of(pids, proc: str = "/proc") -> int:
