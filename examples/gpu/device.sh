@@ -29,7 +29,8 @@
 # pipeline.log, status.txt and per engine one archive (state, run folders,
 # server logs, reports, diagnosis JSON), split in 15 MiB parts where larger;
 # once the pipeline is done, also jit.tgz: the JIT caches (triton, tvm-ffi,
-# flashinfer, vLLM's torch.compile: /tmp/jit, /tmp/vjit) when under 15 MiB.
+# flashinfer, vLLM's torch.compile: /tmp/jit, /tmp/vjit), in 15 MiB parts
+# (jit.tgz.part0, ...) where larger.
 # Put it in a later session's first carry and `start` unpacks it first, so
 # that session's first launches start warm (SGLang 0.5.17's first launch
 # captured prefill CUDA graphs for 176 s cold, 4.5 s warm).
@@ -64,12 +65,14 @@ collect() {
     if [ -f /tmp/pipeline.done ]; then pack_jit; fi
 }
 
-pack_jit() {  # the JIT caches, for a later session's first carry (at most 15 MiB: one file back)
-    [ -f "$out/jit.tgz" ] && return
+pack_jit() {  # the JIT caches, for a later session's first carry (15 MiB parts: what one file back may be)
+    ls "$out"/jit.tgz* >/dev/null 2>&1 && return
     local dirs; dirs=$(cd /tmp && ls -d jit vjit 2>/dev/null)
     [ -n "$dirs" ] || return
     (cd /tmp && tar czf "$out/jit.tgz" $dirs 2>/dev/null)
-    [ "$(stat -c %s "$out/jit.tgz")" -le 15728640 ] || { echo "JIT caches over 15 MiB: not brought back" >> $log; rm -f "$out/jit.tgz"; }
+    if [ "$(stat -c %s "$out/jit.tgz")" -gt 15728640 ]; then
+        split -b 15M -d -a 1 "$out/jit.tgz" "$out/jit.tgz.part" && rm "$out/jit.tgz"
+    fi
 }
 
 unpack_parts() {  # assemble what has arrived; each kind once, when all its parts are there
@@ -105,8 +108,8 @@ tarfile.open(fileobj=stream, mode='r|').extractall('/tmp/vunpack', filter='fully
 case $cmd in
 start)
     t0=$(date +%s)
-    if [ -f "$arg/jit.tgz" ] && [ ! -d /tmp/jit ]; then  # an earlier session's JIT caches
-        tar xzf "$arg/jit.tgz" -C /tmp && echo "$(date -u +%T) JIT caches in: $(du -sh /tmp/jit /tmp/vjit 2>/dev/null | tr '\n' ' ')" >> $log
+    if ls "$arg"/jit.tgz* >/dev/null 2>&1 && [ ! -d /tmp/jit ] && [ ! -d /tmp/vjit ]; then  # an earlier session's JIT caches (one file or parts)
+        cat $(ls "$arg"/jit.tgz "$arg"/jit.tgz.part* 2>/dev/null) | tar xzf - -C /tmp && echo "$(date -u +%T) JIT caches in: $(du -sh /tmp/jit /tmp/vjit 2>/dev/null | tr '\n' ' ')" >> $log
     fi
     [ -d $deps/lark ] || python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target $deps "$arg"/specdsl-wheels/*.whl
     rm -rf $code && mkdir -p $code
@@ -123,7 +126,13 @@ jit)
     pack_jit; collect ;;
 wait)
     end=$(( $(date +%s) + ${arg:-560} ))
-    while [ ! -f /tmp/pipeline.done ] && [ "$(date +%s)" -lt "$end" ]; do sleep 5; done
+    last=$(date +%s)
+    while [ ! -f /tmp/pipeline.done ] && [ "$(date +%s)" -lt "$end" ]; do
+        sleep 5
+        # collect every 90 s too: a call cut short by the session's device
+        # time still brings back what $OUT held
+        if [ $(( $(date +%s) - last )) -ge 90 ]; then collect; last=$(date +%s); fi
+    done
     collect ;;
 pipeline)
     export PYTHONPATH=$deps:$code SPECDSL_ENV_ROOT=/tmp/envs
