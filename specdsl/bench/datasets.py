@@ -29,7 +29,9 @@ Fresh prompts: `PromptSource.prompts(count, run)` seeds each run's prompts
 from the workload's seed and the run's index (`prompt_seed`), so run 2 is not
 served from a prefix cache that run 1 filled; the warmup has its own. A
 random dataset gives new prompts each run, a ShareGPT file a new sample of
-its entries; a JSONL file gives its own prompts, the same every run.
+its entries; a JSONL file gives its own prompts, the same every run. A
+run of `duration` asks for as many as it will send (specdsl.bench.loadgen,
+`prompt_count`), so that no request meets a prompt of its own run.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import threading
 import time
@@ -121,6 +122,12 @@ def _count_tokens(records: list[RequestTiming], texts: dict[int, str], tokenizer
         else:
             rec.output_tokens = len(rec.chunks_s)
             rec.tokens_from = "chunks"
+
+
+def fresh_reuse(records: list[RequestTiming], count: int) -> int:
+    """Requests of a run of `duration` that reused one of its `count`
+    prompts (request i sends prompt i mod count)."""
+    return sum(1 for r in records if r.i >= count)
 
 
 def _fill_prompt_lens(records: list[RequestTiming], prompts: list[Prompt]) -> None:
@@ -229,6 +236,7 @@ class _Bench:
         self.tok, self.out_dir, self.say, self.server, self.base_url, self.first_run = tok, out_dir, say, server, base_url, first_run
         self.pool: WorkerPool | None = None  # the worker processes, when the streams are spread over several
         self.done: list[RunResult] = []  # the runs that ended, in order
+        self.peak_rate = 0.0  # the most requests a second any batch of this launch reached (warm-up or run)
         self.watches: tuple[RunWatch, ...] = ()  # told when each run begins and ends (specdsl.bench.conditions)
         self.jit: Callable[[], list] = lambda: []  # the compile lines the server's log gained since the last call
 
@@ -258,6 +266,8 @@ class _Bench:
                 records, duration = await runner.until_stopped(coro)
             finally:
                 client = monitor.stop()
+        if duration > 0:
+            self.peak_rate = max(self.peak_rate, len(records) / duration)
         if offsets is not None:
             ordered = sorted(records, key=lambda r: r.i)
             client.update(schedule_lateness_ms([r.start_s for r in ordered], [offsets[r.i] for r in ordered]))
@@ -376,15 +386,19 @@ class _Bench:
         seconds = getattr(w, "duration", None)
         self.say(f"run {k + 1}/{w.runs}: " + (f"{seconds:g}s of requests at concurrency {w.concurrency}" if seconds
                                               else f"{w.requests} requests"))
-        prompts, prompt_record = self.source.prompts(w.requests, index)
+        count = self.prompt_count()
+        prompts, prompt_record = self.source.prompts(count, index)
         bodies = self.bodies(prompts)
         cache = await self.reset(session)
         before, status = await read_metrics(session, self.base_url, self.server, runner.headers)
         texts: dict[int, str] = {}
         offsets = None if w.rate is None else arrival_offsets(w.requests, w.rate, w.burstiness, w.seed)
         self.jit()  # the log's lines before the run are not the run's
-        conditions, disturbed = await self.watched(index, self.measure(bodies, w.requests, offsets, texts, measured=True))
+        conditions, disturbed = await self.watched(index, self.measure(bodies, count, offsets, texts, measured=True))
         records, duration, client = conditions.pop(None)
+        reused = fresh_reuse(records, count) if seconds and self.source.fresh else 0
+        if count != w.requests or reused:
+            prompt_record = prompt_record | {"count": count, "reused": reused}
         compiled = self.jit()
         after = None
         if before is not None:
@@ -407,6 +421,10 @@ class _Bench:
                                       bool(exact_len_fields(self.quirks, w.ignore_eos, 1)))
         if short:
             warnings.append(short)
+        if reused:
+            warnings.append(f"prompts: {reused} of {len(records)} requests reused a prompt this run had already sent (it "
+                            f"outran its {count} fresh prompts; a prefix cache may have served them): raise `requests` "
+                            f"to at least {len(records)}")
         sent = [r.chunks_s[0] * 1000.0 for r in sorted(records, key=lambda r: r.start_s) if r.ok and r.chunks_s]
         unsteady = unsteady_warning(sent, w.concurrency) if offsets is None else None
         if unsteady:
@@ -430,6 +448,19 @@ class _Bench:
         return RunResult(index=index, metrics=metrics, samples=samples, failures=failures, records_file=str(path),
                          prompts=prompt_record, cache_reset=cache, server={"metrics": status, **server_record},
                          client=client, conditions=conditions, warnings=warnings, invalid=invalid)
+
+    def prompt_count(self) -> int:
+        """Prompts to make for a run: `requests`; for a run of `duration`
+        with fresh prompts, enough that none is sent twice (a request that
+        reuses a prompt of its own run meets the prefix cache, and how many
+        do depends on the run's own speed: on the H200 a run that cycled 64
+        prompts had 56-63% of its prompt tokens cached): FRESH_MARGIN times
+        the most requests a second this launch has reached, plus a wave."""
+        w = self.w
+        seconds = getattr(w, "duration", None)
+        if not seconds or not self.source.fresh or w.rate is not None:
+            return w.requests
+        return max(w.requests, math.ceil(FRESH_MARGIN * self.peak_rate * float(seconds)) + w.concurrency)
 
     async def reset(self, session) -> str:
         """What became of the server's prefix cache before a run: emptied
@@ -474,6 +505,7 @@ class _Bench:
         return out, reasons
 
 
+FRESH_MARGIN = 2.0  # prompts made for a run of `duration`, over the requests the launch's fastest batch would send
 _RESET_TRIES = 3
 _RESET_WAIT_S = 0.5
 

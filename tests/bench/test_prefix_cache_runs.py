@@ -57,3 +57,22 @@ def test_a_refused_reset_invalidates_a_missing_one_warns(timed_server, instant_s
     assert not run.invalid.startswith("prefix-cache") and run.cache_reset.startswith("not offered: POST /reset_prefix_cache")
     assert ("prefix-cache: not emptied before the run (not offered: POST /reset_prefix_cache answered http 404;"
             " it needs a setting): it started from the cache the earlier runs left") in run.warnings
+
+
+def test_a_timed_run_never_sends_a_prompt_twice(timed_server, tmp_path):
+    """A run of `duration` sends as many requests as fit, not `requests`:
+    it makes enough fresh prompts that none repeats (on the H200 a run that
+    cycled its 64 prompts met the prefix cache with 56-63% of its prompt
+    tokens, by how fast the run itself went), and says so where it could
+    not: with no rate known yet (no warm-up) the first run cycles and warns."""
+    result = run_benchmark(wl(duration=1.0, warmup=2, runs=2), timed_server, "m", tmp_path / "a", server=FLUSH)
+    for run in result.runs:
+        sent = run.metrics["completed"] + run.metrics["failed"]
+        assert sent > 4 * 4, sent  # many more requests than `requests`: a cycle of 4 would have repeated
+        assert run.prompts["count"] >= sent and run.prompts["reused"] == 0
+        assert not any(w.startswith("prompts:") for w in run.warnings)
+    cold = run_benchmark(wl(duration=1.0, warmup=0, runs=1), timed_server, "m", tmp_path / "b", server=FLUSH)
+    [run] = cold.runs
+    sent = int(run.metrics["completed"] + run.metrics["failed"])
+    assert run.prompts["count"] == 4 and run.prompts["reused"] == sent - 4
+    assert any(w.startswith(f"prompts: {sent - 4} of {sent} requests reused a prompt") for w in run.warnings)
