@@ -15,6 +15,7 @@ reps) is benchmarks/bench_client_fidelity.py's goal."""
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
 import time
 
@@ -117,3 +118,64 @@ def test_the_clock_starts_when_the_request_is_written(timed_server):
     # line, whatever the load adds on top of 60 ms
     assert 0.060 <= record.chunks_s[0] < 0.100, record.chunks_s
     assert record.chunks_s[1] - record.chunks_s[0] < 0.02
+
+
+def test_the_clock_spans_the_servers_own_time_and_no_more_than_the_wire(timed_server, monkeypatch):
+    """Where the clock starts and stops, by causality rather than speed:
+    the double stamps (in CLOCK_MONOTONIC, the clock of every process here)
+    when it read each request and when it wrote each chunk, so a client's
+    send stamp must come before the read and each arrival after the write,
+    on any load. A clock started late (after the request reached the
+    server: when the response headers come back, the reading that put a
+    plain reader's TTFT 1.3-2.1 ms under specdsl's in issue 35) breaks the
+    first bound, an arrival stamped from another chunk's bytes the second.
+    The reference reader is held to the same bounds, and its headers clock
+    is shown to break them (the check can fail)."""
+    import specdsl.bench.client as client
+
+    seen: dict[int, list[tuple[float, list[float]]]] = {}
+    handle = client._handle_line
+
+    def observe(line, t, chunks, record, pieces, keep_text):
+        if line.startswith(b"data:") and b"double_t" in line:
+            seen.setdefault(id(record), []).append((t, json.loads(line[5:])["double_t"]))
+        return handle(line, t, chunks, record, pieces, keep_text)
+
+    monkeypatch.setattr(client, "_handle_line", observe)
+    body = b'{"model":"timed:15:2","prompt":[1,2,3],"max_tokens":4,"stream":true}'
+
+    async def main() -> list[tuple[RequestTiming, float]]:
+        session = make_session(0)
+        try:
+            t0 = time.perf_counter()
+            records = [RequestTiming(i=i) for i in range(8)]
+
+            async def one(r: RequestTiming) -> None:
+                await stream_request(session, timed_server + "/v1/completions", body, request_headers(), r,
+                                     timeout=10.0, t0=t0, keep_text=False)
+
+            for r in records[:2]:  # one at a time, then several at once on the keep-alive connections
+                await one(r)
+            await asyncio.gather(*(one(r) for r in records[2:]))
+            return [(r, t0) for r in records]
+        finally:
+            await session.close()
+
+    for record, t0 in asyncio.run(main()):
+        assert record.ok, record.reason
+        sent = t0 + record.start_s
+        stamps = seen[id(record)]
+        assert len(stamps) == 4 == len(record.chunks_s)
+        for t, (read, written) in stamps:
+            assert sent <= read, f"the clock started {(sent - read) * 1000:.3f} ms after the server read the request"
+            assert sent + t >= written, f"a chunk stamped {(written - sent - t) * 1000:.3f} ms before it was written"
+
+    records, _ = run_reference(timed_server + "/v1/completions", [body], requests=4, concurrency=2,
+                               new_connection=True)
+    late = 0
+    for r in records:
+        assert r["ok"] and r["double_t"] is not None
+        read, written = r["double_t"]
+        assert r["start"] <= read and r["start"] + r["chunks_s"][0] >= written
+        late += r["start"] - r["clocks"]["after the response headers"] > read
+    assert late == len(records)  # a clock at the headers starts after the server's read, every time
