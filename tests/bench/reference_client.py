@@ -3,7 +3,11 @@ client against: http.client, one thread and one keep-alive connection per
 stream, `time.perf_counter()` just before the request is written and as
 soon as each HTTP chunk's bytes are returned by the socket (with the timed
 double every SSE event is its own HTTP chunk, so this is the event's first
-byte). No event loop, no buffering beyond the socket file's.
+byte). No event loop, no buffering beyond the socket file's. With
+`new_connection=True`, issue 35's plain line reader instead: a new
+connection for every request (opened before the clock starts), the
+response read with `readline`. Each record keeps the double's stamps of its
+first chunk (`double_t`: [request read, chunk written]).
 
     records, duration = run_reference(url, bodies, requests=32, concurrency=8)
     summary(records, duration) -> {"median_ttft_ms", "median_itl_ms", "output_throughput", ...}
