@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import statistics
+import sys
 import time
 
 import pytest
@@ -179,3 +180,30 @@ def test_the_clock_spans_the_servers_own_time_and_no_more_than_the_wire(timed_se
         assert r["start"] <= read and r["start"] + r["chunks_s"][0] >= written
         late += r["start"] - r["clocks"]["after the response headers"] > read
     assert late == len(records)  # a clock at the headers starts after the server's read, every time
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
+def test_arrivals_carry_the_kernels_receive_stamp_on_linux(timed_server):
+    """On Linux the client's connections read with the kernel's receive
+    stamp (SO_TIMESTAMPNS through recvmsg), which does not wait for the
+    event loop's turn; the fallback (the clock read when the bytes are
+    handed over) is silent, so a Python whose asyncio transport no longer
+    fits would lose the stamp without this test. The stamp lies between
+    the double's write of the last chunk and the moment it was handed over."""
+
+    async def main():
+        session = make_session(0)
+        try:
+            body = b'{"model":"timed:5:1","prompt":[1],"max_tokens":2,"stream":true}'
+            async with session.post(timed_server + "/v1/completions", data=body, headers=request_headers()) as resp:
+                proto = resp.connection.protocol
+                data = await resp.read()
+                handed = time.perf_counter()
+            return proto, data, handed
+        finally:
+            await session.close()
+
+    proto, data, handed = asyncio.run(main())
+    assert proto.kernel_stamped
+    last_written = max(json.loads(line[5:])["double_t"][1] for line in data.splitlines() if b"double_t" in line)
+    assert last_written <= proto.recv_t <= handed
