@@ -94,8 +94,11 @@ def overhead_ms(firsts: list[tuple[float, list[float] | None]]) -> float:
     """The median over requests of TTFT minus the double's own time to the
     first token (chunk written - request read): the client's share of its
     TTFT (delivering the request and the chunk, its clock), with the
-    double's lateness (a loaded machine waking its thread late) taken out."""
-    return statistics.median((t - (d[1] - d[0])) * 1000 for t, d in firsts if d)
+    double's lateness (a loaded machine waking its thread late) taken out.
+    NaN when no stamps were seen (specdsl's worker processes, with
+    `--client-processes` above 1, are not observed)."""
+    got = [(t - (d[1] - d[0])) * 1000 for t, d in firsts if d]
+    return statistics.median(got) if got else float("nan")
 
 
 def burners(n: int) -> list[subprocess.Popen]:
