@@ -25,6 +25,15 @@ before `transport.write`) and each arrival when the connection's protocol
 receives the bytes (`_StampedHandler.data_received`, before any parsing or
 task switch). Both fall back to reading the clock in the stream's task
 when aiohttp's internals differ (the stamps are then simply absent).
+
+Where the kernel gives it (Linux, a plain TCP socket read by asyncio's
+selector transport), an arrival is the kernel's own receive time of the
+bytes: SO_TIMESTAMPNS on the socket, the connection read with `recvmsg`
+(`_kernel_stamped_reader`), its SCM_TIMESTAMPNS (CLOCK_REALTIME) moved onto
+perf_counter's clock. On a loaded machine at 8 streams the one event loop
+took its turn to read a stream's bytes 1-4 ms after a blocked thread would
+have (issue 35; docs/benchmarks.md): the kernel's stamp does not wait for
+the loop. Without it, the protocol's `data_received` reads the clock.
 """
 
 from __future__ import annotations
@@ -34,6 +43,10 @@ import contextvars
 import functools
 import json
 import os
+import platform
+import socket
+import struct
+import sys
 import time
 
 import aiohttp
@@ -60,14 +73,91 @@ class _StampedRequest(aiohttp.ClientRequest):
         return await super().write_bytes(*args, **kwargs)
 
 
+# Linux's SO_TIMESTAMPNS (SCM_TIMESTAMPNS has the same value): 35 in asm-generic, which the 64-bit
+# machines named here use (their struct timespec: two 64-bit fields); Python 3.11's socket module
+# does not name it. Elsewhere none, and arrivals are read with the clock.
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", None) or (
+    35 if sys.platform.startswith("linux") and platform.machine() in ("x86_64", "aarch64", "ppc64le", "s390x", "riscv64")
+    else None)
+_CMSG_SPACE = socket.CMSG_SPACE(16) if hasattr(socket, "CMSG_SPACE") else 0
+_STAMP_MAX_AGE_NS = 10 * 10**9  # an older kernel stamp means the wall clock stepped: read the clock instead
+
+
+def _kernel_t(ancillary) -> float:
+    """The SCM_TIMESTAMPNS of a `recvmsg` on perf_counter's clock; 0.0 when
+    there is none (or the wall clock stepped since: no use)."""
+    for level, kind, raw in ancillary:
+        if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(raw) >= 16:
+            sec, nsec = struct.unpack("qq", raw[:16])
+            wall, mono = time.time_ns(), time.perf_counter()
+            age = wall - (sec * 10**9 + nsec)
+            if 0 <= age < _STAMP_MAX_AGE_NS:
+                return mono - age * 1e-9
+    return 0.0
+
+
+def _kernel_stamped_reader(transport, protocol: "_StampedHandler"):
+    """asyncio's `_SelectorSocketTransport._read_ready__data_received`,
+    reading with `recvmsg` so that the kernel's receive stamp comes with
+    the bytes (set on the protocol as `kernel_t` before `data_received`);
+    None when this transport is not that one, or the socket refuses the
+    option (then nothing changes)."""
+    sock = getattr(transport, "_sock", None)
+    if (_SO_TIMESTAMPNS is None or not _CMSG_SPACE or sock is None or not hasattr(sock, "recvmsg")
+            or getattr(transport, "_read_ready_cb", None) != getattr(transport, "_read_ready__data_received", 0)):
+        return None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    except OSError:
+        return None
+
+    def read() -> None:
+        if transport._conn_lost:
+            return
+        try:
+            data, ancillary, _, _ = sock.recvmsg(transport.max_size, _CMSG_SPACE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            transport._fatal_error(exc, "Fatal read error on socket transport")
+            return
+        if not data:
+            transport._read_ready__on_eof()
+            return
+        protocol.kernel_t = _kernel_t(ancillary)
+        try:
+            protocol.data_received(data)
+        except (SystemExit, KeyboardInterrupt):
+            raise
+        except BaseException as exc:
+            transport._fatal_error(exc, "Fatal error: protocol.data_received() call failed.")
+
+    return read
+
+
 class _StampedHandler(ResponseHandler):
-    """aiohttp's connection protocol, noting when bytes last arrived (before
-    they are parsed and the reading task is woken)."""
+    """aiohttp's connection protocol, noting when bytes last arrived: the
+    kernel's receive stamp where the transport reads it, else the moment
+    they are handed over (before they are parsed and the reading task is
+    woken)."""
 
     recv_t = 0.0
+    kernel_t = 0.0
+    kernel_stamped = False  # whether this connection's bytes come with the kernel's stamp
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        reader = _kernel_stamped_reader(transport, self)
+        if reader is not None:
+            transport._read_ready_cb = reader
+            self.kernel_stamped = True
 
     def data_received(self, data: bytes) -> None:
-        self.recv_t = time.perf_counter()
+        now = time.perf_counter()
+        kernel, self.kernel_t = self.kernel_t, 0.0
+        self.recv_t = kernel if 0.0 < kernel <= now else now
         super().data_received(data)
 
 

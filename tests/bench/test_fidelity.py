@@ -15,7 +15,9 @@ reps) is benchmarks/bench_client_fidelity.py's goal."""
 from __future__ import annotations
 
 import asyncio
+import json
 import statistics
+import sys
 import time
 
 import pytest
@@ -72,6 +74,7 @@ def _compare(url: str, out, w: Workload, bodies: list[bytes], reps: int = 5) -> 
 # machine's load; in a closed loop the client's turnaround between a
 # stream's requests (aiohttp: ~0.6 ms of CPU each here, more under load) is
 # part of the throughput it measures.
+SLEW_S = 0.0001  # the kernel receive stamp's conversion error, at most (see the causality test)
 TOLERANCES = {"p10_ttft": 0.45, "median_ttft": 2.5, "median_itl": 0.5, "throughput": 0.05}
 
 
@@ -117,3 +120,93 @@ def test_the_clock_starts_when_the_request_is_written(timed_server):
     # line, whatever the load adds on top of 60 ms
     assert 0.060 <= record.chunks_s[0] < 0.100, record.chunks_s
     assert record.chunks_s[1] - record.chunks_s[0] < 0.02
+
+
+def test_the_clock_spans_the_servers_own_time_and_no_more_than_the_wire(timed_server, monkeypatch):
+    """Where the clock starts and stops, by causality rather than speed:
+    the double stamps (in CLOCK_MONOTONIC, the clock of every process here)
+    when it read each request and when it wrote each chunk, so a client's
+    send stamp must come before the read and each arrival after the write,
+    on any load. A clock started late (after the request reached the
+    server: when the response headers come back, the reading that put a
+    plain reader's TTFT 1.3-2.1 ms under specdsl's in issue 35) breaks the
+    first bound, an arrival stamped from another chunk's bytes the second.
+    The reference reader is held to the same bounds, and its headers clock
+    is shown to break them (the check can fail)."""
+    import specdsl.bench.client as client
+
+    seen: dict[int, list[tuple[float, list[float]]]] = {}
+    handle = client._handle_line
+
+    def observe(line, t, chunks, record, pieces, keep_text):
+        if line.startswith(b"data:") and b"double_t" in line:
+            seen.setdefault(id(record), []).append((t, json.loads(line[5:])["double_t"]))
+        return handle(line, t, chunks, record, pieces, keep_text)
+
+    monkeypatch.setattr(client, "_handle_line", observe)
+    body = b'{"model":"timed:15:2","prompt":[1,2,3],"max_tokens":4,"stream":true}'
+
+    async def main() -> list[tuple[RequestTiming, float]]:
+        session = make_session(0)
+        try:
+            t0 = time.perf_counter()
+            records = [RequestTiming(i=i) for i in range(8)]
+
+            async def one(r: RequestTiming) -> None:
+                await stream_request(session, timed_server + "/v1/completions", body, request_headers(), r,
+                                     timeout=10.0, t0=t0, keep_text=False)
+
+            for r in records[:2]:  # one at a time, then several at once on the keep-alive connections
+                await one(r)
+            await asyncio.gather(*(one(r) for r in records[2:]))
+            return [(r, t0) for r in records]
+        finally:
+            await session.close()
+
+    for record, t0 in asyncio.run(main()):
+        assert record.ok, record.reason
+        sent = t0 + record.start_s
+        stamps = seen[id(record)]
+        assert len(stamps) == 4 == len(record.chunks_s)
+        for t, (read, written) in stamps:
+            assert sent <= read, f"the clock started {(sent - read) * 1000:.3f} ms after the server read the request"
+            # the kernel's stamp is CLOCK_REALTIME moved onto the monotonic clock by its age: a wall
+            # clock slewed by NTP (at most 0.05%) errs by that share of the age, so a margin of 0.1 ms
+            assert sent + t >= written - SLEW_S, f"a chunk stamped {(written - sent - t) * 1000:.3f} ms before it was written"
+
+    records, _ = run_reference(timed_server + "/v1/completions", [body], requests=4, concurrency=2,
+                               new_connection=True)
+    late = 0
+    for r in records:
+        assert r["ok"] and r["double_t"] is not None
+        read, written = r["double_t"]
+        assert r["start"] <= read and r["start"] + r["chunks_s"][0] >= written
+        late += r["start"] - r["clocks"]["after the response headers"] > read
+    assert late == len(records)  # a clock at the headers starts after the server's read, every time
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
+def test_arrivals_carry_the_kernels_receive_stamp_on_linux(timed_server):
+    """On Linux the client's connections read with the kernel's receive
+    stamp (SO_TIMESTAMPNS through recvmsg), which does not wait for the
+    event loop's turn; the fallback (the clock read when the bytes are
+    handed over) is silent, so a Python whose asyncio transport no longer
+    fits would lose the stamp without this test. The stamp lies between
+    the double's write of the last chunk and the moment it was handed over."""
+
+    async def main():
+        session = make_session(0)
+        try:
+            body = b'{"model":"timed:5:1","prompt":[1],"max_tokens":2,"stream":true}'
+            async with session.post(timed_server + "/v1/completions", data=body, headers=request_headers()) as resp:
+                proto = resp.connection.protocol
+                data = await resp.read()
+                handed = time.perf_counter()
+            return proto, data, handed
+        finally:
+            await session.close()
+
+    proto, data, handed = asyncio.run(main())
+    assert proto.kernel_stamped
+    last_written = max(json.loads(line[5:])["double_t"][1] for line in data.splitlines() if b"double_t" in line)
+    assert last_written - SLEW_S <= proto.recv_t <= handed
