@@ -14,11 +14,9 @@ import attrs
 from specdsl import secrets
 from specdsl.cli.lang_commands import parse_vars
 from specdsl.cli.views import print_diags
+from specdsl.exits import Exit
 from specdsl.model.config import Config, Experiment
 from specdsl.resolve.resolver import Resolved, resolve_file
-
-# apply's other codes (3 check failed, 4 inconclusive, 5 step failed) come from the walk's result
-EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_CONFLICT = 0, 1, 2, 6
 
 
 def _config_object(obj) -> dict:
@@ -146,4 +144,4 @@ def state_error(exc) -> int:
     Summary` and its hint) and return its exit status: 6 for a conflict
     (another apply holds the lock, a stale plan), else 1."""
     print(str(exc), file=sys.stderr)
-    return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
+    return Exit.CONFLICT if exc.conflict else Exit.ERROR
