@@ -21,7 +21,8 @@ import attrs
 
 from specdsl.facts import engines as _engines
 
-ENGINES = ("sglang", "vllm", "transformers", "command")
+# the engines, in the one list of them (facts.engines.BY_NAME)
+ENGINES = tuple(_engines.BY_NAME)
 # What each engine is (its tables and pattern sets, its quirks, the flags
 # specdsl sets, its GPU rule, its log facts and what moves its performance)
 # lives in one pure module per engine: specdsl/facts/engines/.
