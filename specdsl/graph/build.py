@@ -211,29 +211,19 @@ def _request_once(work: _Work, server: config.Server, workload: config.Workload)
     return _canonical_once(work, "request", key, make)
 
 
-def _dataset_file(dataset: str):
-    """The file a `dataset` value names (as specdsl.bench.datasets reads it), or None."""
-    from pathlib import Path
-
-    for prefix in ("jsonl:", "sharegpt:"):
-        if dataset.startswith(prefix):
-            return Path(dataset[len(prefix):])
-    return Path(dataset) if dataset.endswith((".jsonl", ".json")) else None
-
-
 def _with_dataset_digest(work: _Work, workload: config.Workload, content: dict) -> dict:
     """`content` with the SHA-256 of the workload's dataset file, when it
     names one that can be read: the prompts are part of what a benchmark
     measures, so an edited file reruns it (a built-in dataset adds nothing,
     so other identities stay as they were). Each file is hashed once."""
     import hashlib
-    from pathlib import Path
 
-    path = _dataset_file(workload.dataset) if not workload.command else None
-    if path is None:
+    from specdsl.model.datasets import dataset_file
+
+    found = dataset_file(workload.dataset) if not workload.command else None
+    if found is None:
         return content
-    if not path.is_absolute() and work.spec_dir is not None:
-        path = Path(work.spec_dir) / path
+    path = found.under(work.spec_dir)
     key = str(path)
     if key not in work.dataset_digests:
         try:
