@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from specdsl.cli.apply_view import print_result, short_lines
-from specdsl.cli.common import error, load_spec, say_problems, state_error
+from specdsl.cli.common import confirm, error, load_spec, say_problems, state_error
 from specdsl.cli.console_walk import walk_with_console
 from specdsl.cli.plan_commands import add_common, planned_for
 from specdsl.cli.views import coloured_plan
@@ -124,13 +124,8 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
         _print_stale(stale(seen))
         sys.stdout.flush()
     live_stale = [s for s in stale(seen) if s.condition != "not running"]
-    if saved is None and (plan.has_changes or live_stale) and not args.yes:
-        if not sys.stdin.isatty() or getattr(args, "no_input", False):
-            error("apply changes things: confirm with --yes (-auto-approve) " + ("(-input=false: no question is asked)" if getattr(args, "no_input", False) else "(stdin is not a terminal)"))
-            return Exit.ERROR
-        answer = input("\nApply this plan? Only 'yes' is accepted: ").strip()
-        if answer != "yes":
-            print("Apply cancelled.")
+    if saved is None and (plan.has_changes or live_stale):
+        if not confirm(args, "apply changes things", "Apply this plan?", "Apply cancelled."):
             return Exit.ERROR
     result = walk_with_console(plan, graph, spec=args.file, state_dir=state_dir, state=state, lock=lock,
                                variables=dict(loaded.resolved.config.variables), registry=session.registry, seen=seen)

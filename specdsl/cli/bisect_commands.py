@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import error, load_spec
+from specdsl.cli.common import confirm, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
 from specdsl.exits import Exit
@@ -97,8 +97,7 @@ def cmd_bisect(args) -> int:
           + (f"; at most {args.max_experiments} will run" if args.max_experiments else "") + "):")
     for d in diffs:
         print(f"  - {d.line()}")
-    if not args.yes and not sys.stdin.isatty():
-        error("bisect runs servers: confirm with --yes (stdin is not a terminal)")
+    if not confirm(args, "bisect runs servers", "Run these experiments?", "Bisect cancelled."):
         return Exit.ERROR
     try:
         with locked(state_dir, "bisect") as lock, Session() as session:

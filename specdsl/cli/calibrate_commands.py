@@ -14,7 +14,7 @@ import math
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import error, load_spec
+from specdsl.cli.common import confirm, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
 from specdsl.exits import Exit
@@ -79,8 +79,7 @@ def cmd_calibrate(args) -> int:
             planned = plan_config(aa, args.file, state, digest=loaded.digest, rerun=True, targets=(cand,))
             graph, plan = planned.graph, planned.plan
             print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, two fresh launches a pair).", file=sys.stderr)
-            if not args.yes and not sys.stdin.isatty():
-                error("calibrate runs servers: confirm with --yes (stdin is not a terminal)")
+            if not confirm(args, "calibrate runs servers", f"Run {args.pairs} A/A pairs?", "Calibrate cancelled."):
                 return Exit.ERROR
             measured = {}
 

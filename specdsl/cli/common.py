@@ -128,6 +128,30 @@ def error(message: str) -> None:
     print(f"specdsl: error: {message}", file=sys.stderr)
 
 
+def confirm(args, does: str, question: str, cancelled: str) -> bool:
+    """The question a command asks before it starts servers or changes
+    what is recorded; True to go on. `--yes` (-auto-approve) skips it; a
+    stdin that is not a terminal, or `--no-input` (-input=false), cannot
+    answer it, so without `--yes` the command says why and does not go on
+    (`does`: what it would do, "apply changes things"). At a terminal only
+    `yes` goes on; any other answer prints `cancelled`."""
+    if getattr(args, "yes", False):
+        return True
+    no_input = getattr(args, "no_input", False)
+    if no_input or not sys.stdin.isatty():
+        error(f"{does}: confirm with --yes (-auto-approve) "
+              + ("(-input=false: no question is asked)" if no_input else "(stdin is not a terminal)"))
+        return False
+    try:
+        answer = input(f"\n{question} Only 'yes' is accepted: ").strip()
+    except EOFError:  # the terminal closed: no answer is not yes
+        answer = ""
+    if answer != "yes":
+        print(cancelled)
+        return False
+    return True
+
+
 def say_problems(problems) -> None:
     """Say an operation's `Problems` on stderr: its diagnostics with their
     lines, then its errors, then its hints."""

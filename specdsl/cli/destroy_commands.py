@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import error, state_error
+from specdsl.cli.common import confirm, error, state_error
 from specdsl.exits import Exit
 from specdsl.operations.recorded_servers import spec_hosts
 
@@ -92,13 +92,8 @@ def cmd_destroy(args) -> int:
                 print(f"  - {s.line()}\n      {action}")
             print(f"\nDestroy: {len(seen)} server{'s' if len(seen) != 1 else ''} to stop "
                   "(environments, runs and baselines are kept).")
-            if not args.yes:
-                if not sys.stdin.isatty() or getattr(args, "no_input", False):
-                    error("destroy stops servers: confirm with --yes (-auto-approve) " + ("(-input=false: no question is asked)" if getattr(args, "no_input", False) else "(stdin is not a terminal)"))
-                    return Exit.ERROR
-                if input("\nStop these servers? Only 'yes' is accepted: ").strip() != "yes":
-                    print("Destroy cancelled.")
-                    return Exit.ERROR
+            if not confirm(args, "destroy stops servers", "Stop these servers?", "Destroy cancelled."):
+                return Exit.ERROR
             writer = StateWriter(Path(state_dir).resolve(), state, lock)
             problems = []
             for s in seen:
