@@ -365,11 +365,14 @@ def arm_only(work: _Work) -> None:
     paired benchmark (`Graph.arm` says "A"), which diff, diagnose, report
     and `--target NAME` read."""
     cfg = work.cfg
+    readers_of: dict[str, list[config.Experiment]] = {}  # in the spec's order, found in one pass
+    for e in cfg.experiments:
+        if e.baseline is not None and e.baseline.kind == "experiment":
+            readers_of.setdefault(e.baseline.name, []).append(e)
     for exp in cfg.experiments:
         if exp.asserts or exp.promote or paired_with(cfg, exp, work.arms) is not None:
             continue
-        readers = [e for e in cfg.experiments
-                   if e.baseline is not None and e.baseline.kind == "experiment" and e.baseline.name == exp.name]
+        readers = readers_of.get(exp.name, [])
         if readers and all(paired_with(cfg, e, work.arms) is not None for e in readers):
             work.arm_only[exp.name] = readers[0].name
 
