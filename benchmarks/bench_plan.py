@@ -425,7 +425,7 @@ def write_section(lines: list[str], args) -> None:
         start = doc.index(SECTION)
         ends = [i for i in (doc.find("\n## ", start + len(SECTION)), doc.find("\n### ", start + len(SECTION))) if i != -1]
         nxt = min(ends) if ends else -1
-        doc = doc[:start] + text + (doc[nxt + 1:] if nxt != -1 else "")
+        doc = doc[:start] + text + ("\n" + doc[nxt + 1:] if nxt != -1 else "")  # a blank line before the next heading
     else:
         doc = doc.rstrip("\n") + "\n\n" + text
     path.write_text(doc if doc.endswith("\n") else doc + "\n")
