@@ -15,7 +15,7 @@ This module imports nothing else from specdsl.
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import attrs
 
@@ -68,26 +68,10 @@ class Diagnostic:
 
 
 class Diagnostics:
-    """An ordered collection of diagnostics (a list with helpers)."""
+    """An ordered collection of diagnostics, to be read in source order."""
 
     def __init__(self, items: Iterable[Diagnostic] = ()) -> None:
         self._items: list[Diagnostic] = list(items)
-
-    def add(self, diag: Diagnostic) -> None:
-        self._items.append(diag)
-
-    def error(self, summary: str, span: Span | None = None, detail: str = "") -> None:
-        self._items.append(Diagnostic.error(summary, span, detail))
-
-    def warning(self, summary: str, span: Span | None = None, detail: str = "") -> None:
-        self._items.append(Diagnostic.warning(summary, span, detail))
-
-    def extend(self, other: Iterable[Diagnostic]) -> None:
-        self._items.extend(other)
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        return [d for d in self._items if d.severity == ERROR]
 
     def sorted(self) -> list[Diagnostic]:
         """Unique diagnostics in source order (file, line, col), unlocated last."""
@@ -102,15 +86,6 @@ class Diagnostics:
                 seen.add(d)
                 out.append(d)
         return out
-
-    def __iter__(self) -> Iterator[Diagnostic]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import functools
 import re
 import secrets as _random
 import threading
@@ -70,6 +71,7 @@ def words(name: str) -> list[str]:
     return [w.upper() for part in re.split(r"[^A-Za-z0-9]+", name) for w in _WORD.findall(part)]
 
 
+@functools.lru_cache(maxsize=4096)  # a 1,000-cell matrix asks of the same few names again and again
 def is_sensitive_name(name: str) -> bool:
     """Whether an environment variable, engine argument, flag or map key
     with this name holds a secret (the rule in this module's docstring)."""

@@ -26,3 +26,13 @@ def test_no_reference_to_documents_outside_the_repository(doc):
     text = doc.read_text()
     outside = ("DESIGN" + ".md", "../" + "shared")  # spelled apart so this test is not itself such a reference
     assert not any(name in text for name in outside)
+
+
+def test_the_exit_code_table_is_the_enum():
+    """docs/apply.md's "Exit codes" table lists `specdsl.exits.Exit`, row for row."""
+    from specdsl.exits import Exit
+
+    text = (ROOT / "docs" / "apply.md").read_text()
+    section = text.split("## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| `(\w+)` \| (.+) \|$", section, flags=re.M)
+    assert rows == [(str(e.value), e.name, e.meaning) for e in Exit]

@@ -10,6 +10,7 @@ import enum
 
 import attrs
 
+from specdsl.exits import Exit
 from specdsl.verdict.decision import Status as VerdictStatus
 
 
@@ -114,18 +115,18 @@ class ApplyResult:
         if message not in self.warnings:
             self.warnings.append(message)
 
-    def exit_code(self) -> int:
+    def exit_code(self) -> Exit:
         if self.state_failure:
-            return 5  # a step failed: recording its outcome
+            return Exit.FAILED  # a step failed: recording its outcome
         if self.interrupted:
-            return 130
+            return Exit.INTERRUPTED
         if any(o.status is Status.FAILED for o in self.outcomes):
-            return 5
+            return Exit.FAILED
         if any(v.status is VerdictStatus.FAIL for _, v in self.verdicts):
-            return 3
+            return Exit.CHECK_FAILED
         if any(v.status in (VerdictStatus.INCONCLUSIVE, VerdictStatus.ERROR) for _, v in self.verdicts):
-            return 4
-        return 0
+            return Exit.UNDECIDED
+        return Exit.OK
 
 
 def union_length(intervals: list[tuple[float, float]]) -> float:

@@ -48,6 +48,7 @@ import attrs
 
 from specdsl.bench.results import BenchError
 from specdsl.model.config import Workload
+from specdsl.model.datasets import dataset_file
 
 _WORDS = (
     "the quick brown fox jumps over lazy dog server answers requests benchmark measures "
@@ -147,21 +148,15 @@ def tokenizer_file(spec: str | None) -> Path | None:
 
 
 def jsonl_path(dataset: str) -> Path | None:
-    """The JSONL file a `dataset` value names, or None for a built-in dataset."""
-    if dataset.startswith("jsonl:"):
-        return Path(dataset[len("jsonl:") :])
-    if dataset.endswith(".jsonl"):
-        return Path(dataset)
-    return None
+    """The JSONL file a `dataset` value names (`model.datasets`' rule), or None."""
+    found = dataset_file(dataset)
+    return Path(found.path) if found is not None and found.kind == "jsonl" else None
 
 
 def sharegpt_path(dataset: str) -> Path | None:
-    """The ShareGPT file a `dataset` value names, or None."""
-    if dataset.startswith("sharegpt:"):
-        return Path(dataset[len("sharegpt:") :])
-    if dataset.endswith(".json"):
-        return Path(dataset)
-    return None
+    """The ShareGPT file a `dataset` value names (`model.datasets`' rule), or None."""
+    found = dataset_file(dataset)
+    return Path(found.path) if found is not None and found.kind == "sharegpt" else None
 
 
 def dataset_kind(dataset: str) -> tuple[str, Path | None]:
@@ -428,16 +423,10 @@ class PromptSource:
 def local_dataset(dataset: str, spec_dir: Path | str | None) -> str:
     """`dataset` with a relative file path made relative to the spec's
     folder (where the user wrote it), not to the current directory."""
-    if spec_dir is None or dataset == "random":
+    found = dataset_file(dataset)
+    if spec_dir is None or found is None or Path(found.path).is_absolute():
         return dataset
-    for prefix in ("jsonl:", "sharegpt:", ""):
-        if dataset.startswith(prefix):
-            rest = dataset[len(prefix):]
-            path = jsonl_path(dataset) or sharegpt_path(dataset)
-            if path is not None and not path.is_absolute():
-                return prefix + str((Path(spec_dir) / rest).resolve())
-            return dataset
-    return dataset
+    return found.prefix + str(found.under(spec_dir).resolve())
 
 
 def check_dataset(workload: Any, spec_dir: Path | str | None = None) -> str | None:

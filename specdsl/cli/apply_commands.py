@@ -25,10 +25,11 @@ import sys
 from pathlib import Path
 
 from specdsl.cli.apply_view import print_result, short_lines
-from specdsl.cli.common import EXIT_CONFLICT, EXIT_ERROR, error, load_spec, say_problems, state_error
+from specdsl.cli.common import confirm, error, load_spec, say_problems, state_error
 from specdsl.cli.console_walk import walk_with_console
 from specdsl.cli.plan_commands import add_common, planned_for
 from specdsl.cli.views import coloured_plan
+from specdsl.exits import Exit
 from specdsl.operations import Session
 from specdsl.operations.plan import REFRESH_HINT, plan_saved
 from specdsl.plan.planfile import PlanFileError, read_plan
@@ -59,12 +60,12 @@ def cmd_apply(args) -> int:
             saved = read_plan(Path(args.file))
         except PlanFileError as exc:
             error(str(exc))
-            return EXIT_ERROR
+            return Exit.ERROR
         if (args.vars or args.var_files or args.target or args.rerun or getattr(args, "more", 0)
                 or getattr(args, "max_launches", None) is not None or getattr(args, "max_time", None) is not None):
             error("a saved plan is applied exactly: -var, --var-file, --target, --rerun, --more, --max-launches and "
                   "--max-time belong to `specdsl plan`")
-            return EXIT_ERROR
+            return Exit.ERROR
         args.file = saved.spec
         args.vars = [f"{k}={v}" for k, v in saved.variables]
         args.target = list(saved.targets)
@@ -73,7 +74,7 @@ def cmd_apply(args) -> int:
         args.max_launches, args.max_time = saved.max_launches, saved.max_time
     loaded = load_spec(args)
     if loaded is None:
-        return EXIT_ERROR
+        return Exit.ERROR
     state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
     notes: list[str] = []
     try:
@@ -101,18 +102,18 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
             again += [f"--max-time={saved.max_time:g}s"] if saved.max_time is not None else []
             again += ([f"--state={args.state}"] if args.state else []) + ["-o", saved.read_from]
             error(f"stale plan: {stale}; make a new plan with `{shlex.join(again)}`")
-            return EXIT_CONFLICT
+            return Exit.CONFLICT
         planned = plan_saved(loaded.resolved.config, args.file, saved)
     else:
         planned = planned_for(args, loaded, state, state_dir, no_refresh=args.no_refresh, session=session)
     if not planned.ok:
         say_problems(planned.problems)
-        return EXIT_ERROR
+        return Exit.ERROR
     if planned.refresh_errors:  # plan may stand without the host; apply needs it
         for e in planned.refresh_errors:
             error(f"cannot refresh: {e['detail']}")
         print(REFRESH_HINT, file=sys.stderr)
-        return EXIT_ERROR
+        return Exit.ERROR
     graph, plan = planned.graph, planned.plan
     from specdsl.apply.orphans import stale
     from specdsl.operations.apply import survey
@@ -123,14 +124,9 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
         _print_stale(stale(seen))
         sys.stdout.flush()
     live_stale = [s for s in stale(seen) if s.condition != "not running"]
-    if saved is None and (plan.has_changes or live_stale) and not args.yes:
-        if not sys.stdin.isatty() or getattr(args, "no_input", False):
-            error("apply changes things: confirm with --yes (-auto-approve) " + ("(-input=false: no question is asked)" if getattr(args, "no_input", False) else "(stdin is not a terminal)"))
-            return EXIT_ERROR
-        answer = input("\nApply this plan? Only 'yes' is accepted: ").strip()
-        if answer != "yes":
-            print("Apply cancelled.")
-            return EXIT_ERROR
+    if saved is None and (plan.has_changes or live_stale):
+        if not confirm(args, "apply changes things", "Apply this plan?", "Apply cancelled."):
+            return Exit.ERROR
     result = walk_with_console(plan, graph, spec=args.file, state_dir=state_dir, state=state, lock=lock,
                                variables=dict(loaded.resolved.config.variables), registry=session.registry, seen=seen)
     if args.json:

@@ -13,18 +13,13 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import EXIT_ERROR, error, load_spec
+from specdsl.cli.common import confirm, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
+from specdsl.exits import Exit
 from specdsl.operations import Session
 from specdsl.state import StateError, load_state, locked, state_dir_for
 from specdsl.verdict.decision import Status
-
-# 0: the smallest reproducing set, decided by every experiment it rests on;
-# 4 (as apply's INCONCLUSIVE): nothing found, the budget ended it, or the
-# answer rests on undecided experiments
-EXIT_FOUND, EXIT_NOT_FOUND = 0, 4
-EXIT_INCONCLUSIVE = EXIT_NOT_FOUND
 
 
 def add_parsers(sub) -> None:
@@ -60,10 +55,10 @@ def cmd_bisect(args) -> int:
 
     if args.max_experiments is not None and args.max_experiments < 1:
         error("--max-experiments: at least 1")
-        return EXIT_ERROR
+        return Exit.ERROR
     loaded = load_spec(args)
     if loaded is None:
-        return EXIT_ERROR
+        return Exit.ERROR
     cfg = loaded.resolved.config
     graph = spec_graph(cfg, args.file)
     state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
@@ -74,20 +69,20 @@ def cmd_bisect(args) -> int:
         return state_error(exc)
     except DiagnoseError as exc:
         error(str(exc))
-        return EXIT_ERROR
+        return Exit.ERROR
     cand = sides.candidate
     base = cfg.experiment(cand.baseline.name) if cand.baseline.kind == "experiment" else sides.baseline
     if base is None:
         error(f"the baseline run of {cand.name!r} is of an experiment no longer in {args.file}: nothing to build from")
-        return EXIT_ERROR
+        return Exit.ERROR
     failed, judged = failed_checks(state, graph, cand.name)
     if not judged:
         error(f"{cand.name!r} has no verdicts recorded: run `specdsl apply {args.file} --target {cand.name}` first")
-        return EXIT_ERROR
+        return Exit.ERROR
     if not failed:
         print(f"{cand.name} did not fail ({', '.join(a.split('.')[-1] for a in judged)} recorded without a FAIL): "
               "nothing to bisect; nothing was run.")
-        return 0
+        return Exit.OK
     diagnosis = compare(state, sides.baseline_run, sides.candidate_run, state_dir=state_dir, baseline=sides.baseline,
                         candidate=sides.candidate, labels=sides.labels)
     paired = paired_with(cfg, cand) is not None
@@ -95,16 +90,15 @@ def cmd_bisect(args) -> int:
     if not diffs:
         print(f"{cand.name} and {base.name} differ in nothing an experiment can change "
               "(see `specdsl diagnose`): nothing to bisect.")
-        return EXIT_NOT_FOUND
+        return Exit.UNDECIDED
     bound = bound_for_one_cause(len(diffs))
     print(f"Bisecting {cand.name} against {base.name}: {len(diffs)} differences "
           f"(one cause needs at most {bound} experiments"
           + (f"; at most {args.max_experiments} will run" if args.max_experiments else "") + "):")
     for d in diffs:
         print(f"  - {d.line()}")
-    if not args.yes and not sys.stdin.isatty():
-        error("bisect runs servers: confirm with --yes (stdin is not a terminal)")
-        return EXIT_ERROR
+    if not confirm(args, "bisect runs servers", "Run these experiments?", "Bisect cancelled."):
+        return Exit.ERROR
     try:
         with locked(state_dir, "bisect") as lock, Session() as session:
             result = bisect(cfg, cand, base, diffs, paired=paired, budget=args.max_experiments,
@@ -162,7 +156,7 @@ def _report(result, diffs, bound: int, asked: int) -> int:
     if not search.reproduced:
         print("No set of differences reproduces the regression: the candidate itself did not fail again "
               "(noise, load or drift; see `specdsl diagnose`).")
-        return EXIT_NOT_FOUND
+        return Exit.UNDECIDED
     culprit = [by_label[x] for x in search.culprit]
     if not search.minimal:
         kind = "the smallest set found so far (--max-experiments reached; not proven minimal)"
@@ -187,8 +181,8 @@ def _report(result, diffs, bound: int, asked: int) -> int:
               "experiment then runs only the rest and is judged again)")
     if not search.minimal or result.undecided:
         print("INCONCLUSIVE: the answer rests on experiments that were not run or not decided.")
-        return EXIT_INCONCLUSIVE
-    return EXIT_FOUND
+        return Exit.UNDECIDED
+    return Exit.OK
 
 
 def _why_undecided(result, subset) -> str:

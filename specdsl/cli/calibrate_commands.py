@@ -14,9 +14,10 @@ import math
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import EXIT_ERROR, error, load_spec
+from specdsl.cli.common import confirm, error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
+from specdsl.exits import Exit
 from specdsl.state import StateError, load_state, locked, state_dir_for
 
 DEFAULT_PAIRS = 6
@@ -51,7 +52,7 @@ def cmd_calibrate(args) -> int:
 
     if args.pairs < 2:
         error("--pairs: at least 2 (an interval needs two pairs)")
-        return EXIT_ERROR
+        return Exit.ERROR
     if _old_order(args.experiment, args.file):
         args.experiment, args.file = args.file, args.experiment
         print(f"specdsl: warning: `specdsl calibrate FILE EXPERIMENT` is the old order; "
@@ -59,7 +60,7 @@ def cmd_calibrate(args) -> int:
               file=sys.stderr)
     loaded = load_spec(args)
     if loaded is None:
-        return EXIT_ERROR
+        return Exit.ERROR
     cfg = loaded.resolved.config
     exp = cfg.experiment(args.experiment)
     if exp is None:
@@ -67,7 +68,7 @@ def cmd_calibrate(args) -> int:
 
         names = [e.name for e in cfg.experiments]
         error(f"no experiment {args.experiment!r} in {args.file}; {did_you_mean(args.experiment, names) or 'experiments: ' + ', '.join(names)}")
-        return EXIT_ERROR
+        return Exit.ERROR
     from specdsl.operations.calibrate import aa_config
 
     aa, cand = aa_config(cfg, exp, args.pairs)
@@ -78,18 +79,17 @@ def cmd_calibrate(args) -> int:
             planned = plan_config(aa, args.file, state, digest=loaded.digest, rerun=True, targets=(cand,))
             graph, plan = planned.graph, planned.plan
             print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, two fresh launches a pair).", file=sys.stderr)
-            if not args.yes and not sys.stdin.isatty():
-                error("calibrate runs servers: confirm with --yes (stdin is not a terminal)")
-                return EXIT_ERROR
+            if not confirm(args, "calibrate runs servers", f"Run {args.pairs} A/A pairs?", "Calibrate cancelled."):
+                return Exit.ERROR
             measured = {}
 
             def then(writer, result):  # the walk's own writer records the noise
-                if result.exit_code() == 0:
+                if result.exit_code() == Exit.OK:
                     measured["it"] = calibration.record(writer, graph, cand, exp, state_dir)
 
             result = walk_with_console(plan, graph, spec=args.file, state_dir=state_dir, state=state, lock=lock,
                                        variables=dict(cfg.variables), registry=session.registry, then=then)
-            if result.exit_code() != 0:
+            if result.exit_code() != Exit.OK:
                 error(f"the A/A measurement did not complete (exit {result.exit_code()}); nothing recorded as noise")
                 return result.exit_code()
             found = measured["it"]
@@ -114,7 +114,7 @@ def cmd_calibrate(args) -> int:
         print(f"Runs per launch that buy the most precision for the time: {int(block['block.suggested'])} "
               f"(used by pairs whose workload sets no `block`)")
     print(f"\nRecorded in {state_dir / 'state.toml'} as calibrate.{exp.name}; `specdsl plan` and `apply` use it.")
-    return 0
+    return Exit.OK
 
 
 def _fmt_pairs(n) -> str:

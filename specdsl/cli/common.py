@@ -14,11 +14,9 @@ import attrs
 from specdsl import secrets
 from specdsl.cli.lang_commands import parse_vars
 from specdsl.cli.views import print_diags
+from specdsl.exits import Exit
 from specdsl.model.config import Config, Experiment
 from specdsl.resolve.resolver import Resolved, resolve_file
-
-# apply's other codes (3 check failed, 4 inconclusive, 5 step failed) come from the walk's result
-EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_CONFLICT = 0, 1, 2, 6
 
 
 def _config_object(obj) -> dict:
@@ -130,6 +128,30 @@ def error(message: str) -> None:
     print(f"specdsl: error: {message}", file=sys.stderr)
 
 
+def confirm(args, does: str, question: str, cancelled: str) -> bool:
+    """The question a command asks before it starts servers or changes
+    what is recorded; True to go on. `--yes` (-auto-approve) skips it; a
+    stdin that is not a terminal, or `--no-input` (-input=false), cannot
+    answer it, so without `--yes` the command says why and does not go on
+    (`does`: what it would do, "apply changes things"). At a terminal only
+    `yes` goes on; any other answer prints `cancelled`."""
+    if getattr(args, "yes", False):
+        return True
+    no_input = getattr(args, "no_input", False)
+    if no_input or not sys.stdin.isatty():
+        error(f"{does}: confirm with --yes (-auto-approve) "
+              + ("(-input=false: no question is asked)" if no_input else "(stdin is not a terminal)"))
+        return False
+    try:
+        answer = input(f"\n{question} Only 'yes' is accepted: ").strip()
+    except EOFError:  # the terminal closed: no answer is not yes
+        answer = ""
+    if answer != "yes":
+        print(cancelled)
+        return False
+    return True
+
+
 def say_problems(problems) -> None:
     """Say an operation's `Problems` on stderr: its diagnostics with their
     lines, then its errors, then its hints."""
@@ -146,4 +168,4 @@ def state_error(exc) -> int:
     Summary` and its hint) and return its exit status: 6 for a conflict
     (another apply holds the lock, a stale plan), else 1."""
     print(str(exc), file=sys.stderr)
-    return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
+    return Exit.CONFLICT if exc.conflict else Exit.ERROR

@@ -18,10 +18,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import EXIT_ERROR, error, state_error
+from specdsl.cli.common import confirm, error, state_error
+from specdsl.exits import Exit
 from specdsl.operations.recorded_servers import spec_hosts
 
-EXIT_FAILED = 5
 DESTROY_GRACE_S = 10.0
 
 
@@ -65,7 +65,7 @@ def cmd_state_servers(args) -> int:
         registry.close()
     for s in seen:
         print(s.line())
-    return 0
+    return Exit.OK
 
 
 def cmd_destroy(args) -> int:
@@ -85,20 +85,15 @@ def cmd_destroy(args) -> int:
             seen = survey(state, registry, spec_hosts(args.file))  # nothing reused: every one is stopped
             if not seen:
                 print("Nothing to destroy: the state records no server.")
-                return 0
+                return Exit.OK
             print(f"Servers recorded in {state_dir}:\n")
             for s in seen:
                 action = "drop the record" if s.condition == DEAD else "stop"
                 print(f"  - {s.line()}\n      {action}")
             print(f"\nDestroy: {len(seen)} server{'s' if len(seen) != 1 else ''} to stop "
                   "(environments, runs and baselines are kept).")
-            if not args.yes:
-                if not sys.stdin.isatty() or getattr(args, "no_input", False):
-                    error("destroy stops servers: confirm with --yes (-auto-approve) " + ("(-input=false: no question is asked)" if getattr(args, "no_input", False) else "(stdin is not a terminal)"))
-                    return EXIT_ERROR
-                if input("\nStop these servers? Only 'yes' is accepted: ").strip() != "yes":
-                    print("Destroy cancelled.")
-                    return EXIT_ERROR
+            if not confirm(args, "destroy stops servers", "Stop these servers?", "Destroy cancelled."):
+                return Exit.ERROR
             writer = StateWriter(Path(state_dir).resolve(), state, lock)
             problems = []
             for s in seen:
@@ -115,8 +110,8 @@ def cmd_destroy(args) -> int:
                 error(line)
             if writer.failure is not None:
                 print(writer.report(), file=sys.stderr)
-                return EXIT_FAILED
-            return EXIT_FAILED if problems else 0
+                return Exit.FAILED
+            return Exit.FAILED if problems else Exit.OK
     except StateError as exc:
         return state_error(exc)
     finally:

@@ -13,9 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import EXIT_ERROR, error, load_spec
+from specdsl.cli.common import error, load_spec
 from specdsl.cli.common import state_error
 from specdsl.cli.plan_commands import add_common
+from specdsl.exits import Exit
 from specdsl.state import StateError, load_state, state_dir_for
 
 
@@ -64,7 +65,7 @@ def cmd_diagnose(args) -> int:
     try:
         ctx = _context(args)
         if ctx is None:
-            return EXIT_ERROR
+            return Exit.ERROR
         state_dir, state, cfg, graph, spec = ctx
         if state is None:
             raise DiagnoseError(f"nothing is recorded in {state_dir} yet: run `specdsl apply {spec or 'FILE'}` first")
@@ -76,9 +77,9 @@ def cmd_diagnose(args) -> int:
         return state_error(exc)
     except DiagnoseError as exc:
         error(str(exc))
-        return EXIT_ERROR
+        return Exit.ERROR
     _print(diagnosis, args.json, args.show_all)
-    return 0
+    return Exit.OK
 
 
 def cmd_diff(args) -> int:
@@ -87,7 +88,7 @@ def cmd_diff(args) -> int:
     try:
         ctx = _context(args)
         if ctx is None:
-            return EXIT_ERROR
+            return Exit.ERROR
         state_dir, state, cfg, graph, spec = ctx
         run_a, exp_a, arm_a = side_of(state, state_dir, cfg, graph, args.a, spec=spec)
         run_b, exp_b, arm_b = side_of(state, state_dir, cfg, graph, args.b, spec=spec)
@@ -97,9 +98,9 @@ def cmd_diff(args) -> int:
         return state_error(exc)
     except DiagnoseError as exc:
         error(str(exc))
-        return EXIT_ERROR
+        return Exit.ERROR
     _print(diagnosis, args.json, args.show_all)
-    return 0
+    return Exit.OK
 
 
 def _print(diagnosis, as_json: bool, show_all: bool = False) -> None:

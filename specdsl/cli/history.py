@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from specdsl.diag import did_you_mean
+from specdsl.exits import Exit
 from specdsl.state import StateError, load_state, state_path
 from specdsl.state.commands import locate_state
 from specdsl.state.promotions import Entry, history
-
-EXIT_OK, EXIT_ERROR, EXIT_CONFLICT = 0, 1, 6
 
 
 def add_parsers(sub) -> None:
@@ -49,7 +48,7 @@ def cmd_history(args) -> int:
         print(str(exc), file=sys.stderr)
         if args.json:
             print_error_json(exc.summary, exc.detail)
-        return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
+        return Exit.CONFLICT if exc.conflict else Exit.ERROR
     where = state_path(state_dir)
     tracks = state.tracks() if state is not None else ()
     if args.track not in tracks:
@@ -59,15 +58,15 @@ def cmd_history(args) -> int:
         if args.json:  # an empty result, not an error: a script reads `promotions: []`
             print(f"{where}: warning: No promotions of track `{args.track}` recorded; {hint}", file=sys.stderr)
             sys.stdout.write(render_json(args.track, where, [], state_dir))
-            return EXIT_OK
+            return Exit.OK
         print(f"{where}: error: No promotions of track `{args.track}` recorded; {hint}", file=sys.stderr)
-        return EXIT_ERROR
+        return Exit.ERROR
     entries = history(state, args.track)
     if args.json:
         sys.stdout.write(render_json(args.track, where, entries, state_dir))
     else:
         sys.stdout.write(render_text(args.track, where, entries, state_dir))
-    return EXIT_OK
+    return Exit.OK
 
 
 def _lock(entry: Entry, state_dir: Path) -> tuple[str, bool | None, str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from specdsl import secrets
 from specdsl.cli.views import print_diags
+from specdsl.exits import Exit
 from specdsl.model.printer import format_file
 from specdsl.resolve.loader import Sources, display_name, read_file
 from specdsl.resolve.resolver import resolve_file
@@ -52,7 +53,7 @@ def cmd_validate(args) -> int:
     variables, bad = parse_vars(args.vars)
     if bad:
         print(f"specdsl: error: -var expects NAME=VALUE, got {bad[0]!r}", file=sys.stderr)
-        return 1
+        return Exit.ERROR
     results = []
     failed = False
     for name in args.files:
@@ -82,7 +83,7 @@ def cmd_validate(args) -> int:
         }
         json.dump(doc, sys.stdout, indent=2)
         sys.stdout.write("\n")
-    return 1 if failed else 0
+    return Exit.ERROR if failed else Exit.OK
 
 
 def print_invalid_json(name: str | None, diags, stream=None) -> None:
@@ -139,7 +140,7 @@ def cmd_fmt(args) -> int:
     files, empty = _spec_files(args.files)
     for name in empty:
         print(f"specdsl: error: no .spec file under the folder {name}", file=sys.stderr)
-    status = 1 if empty else 0
+    status = Exit.ERROR if empty else Exit.OK
     for name in files:
         path = Path(name)
         shown = display_name(path)
@@ -147,7 +148,7 @@ def cmd_fmt(args) -> int:
         file = read_file(path, shown, sources, diags)
         if file is None or any(d.severity == "error" for d in diags):
             print_diags(diags, sources.texts)
-            status = 1
+            status = Exit.ERROR
             continue
         text = sources.texts[shown]
         formatted = format_file(file)
@@ -160,12 +161,12 @@ def cmd_fmt(args) -> int:
         if args.check or args.diff:
             if args.check:
                 print(f"{name}: would reformat", file=sys.stderr)
-            status = max(status, 1 if args.check else status)
+            status = max(status, Exit.ERROR if args.check else status)
             continue
         problem = _rewrite(path, formatted)
         if problem:
             print(f"{name}: error: {problem}", file=sys.stderr)
-            status = 1
+            status = Exit.ERROR
             continue
         print(f"{name}: reformatted", file=sys.stderr)
     return status

@@ -15,8 +15,8 @@ import sys
 
 from specdsl import __version__, secrets
 from specdsl.cli import lang_commands
+from specdsl.exits import Exit
 
-EXIT_OK, EXIT_ERROR = 0, 1
 # Expressions nest at most 1,000 levels (specdsl.model.build.MAX_DEPTH) and
 # the layers that walk them (hashing, evaluation, checks) recurse a few
 # frames a level: Python's default limit of 1,000 frames is too low for
@@ -31,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
         # one prefix for every error not about a file: `specdsl: error:` (the command named in the message)
         self.print_usage(sys.stderr)
         command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
-        self.exit(EXIT_ERROR, f"specdsl: error: {command + ': ' if command else ''}{message}\n")
+        self.exit(Exit.ERROR, f"specdsl: error: {command + ': ' if command else ''}{message}\n")
 
     def _check_value(self, action, value) -> None:
         """An unknown (sub)command names the closest one (`specdsl aply`:
@@ -272,14 +272,14 @@ def main(argv: list[str] | None = None) -> int:
         out, err = _Watched(sys.stdout), _Watched(sys.stderr)
         sys.stdout, sys.stderr = out, err
         code = args.handler(args)
-        if code not in (0, 2) and not "".join(out.text).strip():  # stdout is JSON or nothing: never nothing
+        if code not in (Exit.OK, Exit.CHANGES) and not "".join(out.text).strip():  # stdout is JSON or nothing: never nothing
             _json_failure("".join(err.text))
         return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
     except BrokenPipeError:
-        return EXIT_OK
+        return Exit.OK
     finally:
         if colour is not _UNSET:  # put NO_COLOR back for a caller that runs in-process
             if colour is None:

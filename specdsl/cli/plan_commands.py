@@ -7,11 +7,10 @@ import shlex
 import sys
 from pathlib import Path
 
-from specdsl.cli.common import (
-    EXIT_CHANGES, EXIT_CONFLICT, EXIT_ERROR, EXIT_OK, error, load_spec, say_problems, state_error,
-)
+from specdsl.cli.common import error, load_spec, say_problems, state_error
 from specdsl.cli.lang_commands import add_var_args
 from specdsl.cli.views import coloured_plan
+from specdsl.exits import Exit
 from specdsl.names import natural_key
 from specdsl.operations import Session, plan_spec
 from specdsl.operations.plan import ask_login_nodes, login_node_copies, slurm_problems, stale_servers
@@ -147,7 +146,7 @@ def _spec_plan(args, session):
     code when the spec, the state or the targets are wrong (reported)."""
     loaded = load_spec(args)
     if loaded is None:
-        return EXIT_ERROR
+        return Exit.ERROR
     try:
         state_dir, state = read_state(args)
     except StateError as exc:
@@ -155,7 +154,7 @@ def _spec_plan(args, session):
     planned = planned_for(args, loaded, state, state_dir, no_refresh=args.no_refresh, session=session)
     if not planned.ok:
         say_problems(planned.problems)
-        return EXIT_ERROR
+        return Exit.ERROR
     for e in planned.refresh_errors:  # nothing recorded there: the plan stands, saying so
         print(f"specdsl: warning: cannot refresh: {e['detail']}: nothing is recorded there, so its environments are "
               "planned as new; apply must reach it (or plan offline with --no-refresh)", file=sys.stderr)
@@ -176,12 +175,12 @@ def _plan(args, session) -> int:
     copies, problems = login_node_copies(graph, plan, Path(args.file).resolve().parent)
     if problems is not None:
         say_problems(problems)
-        return EXIT_ERROR
+        return Exit.ERROR
     if not args.no_refresh:  # the clusters asked, as refresh asks the hosts
         problems = slurm_problems(graph, plan, session)
         if problems is not None:
             say_problems(problems)
-            return EXIT_ERROR
+            return Exit.ERROR
     notes: dict = {}
     if copies and not args.no_refresh:
         copies, notes = ask_login_nodes(graph, plan, copies, session)
@@ -193,10 +192,10 @@ def _plan(args, session) -> int:
             write_plan(Path(args.out), plan)
         except PlanFileError as exc:
             error(str(exc))
-            return EXIT_ERROR
+            return Exit.ERROR
         except OSError as exc:
             error(f"cannot write the plan to {args.out}: {exc.strerror or exc}")
-            return EXIT_ERROR
+            return Exit.ERROR
     if args.json:
         doc = json.loads(render_json(plan))
         doc["valid"] = True  # the spec is; a host refresh could not reach is a refresh error, not the spec's
@@ -211,8 +210,8 @@ def _plan(args, session) -> int:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:
         acts = any(s.action != "keep" for s in stale)
-        return EXIT_CHANGES if plan.pending or acts else EXIT_OK
-    return EXIT_OK
+        return Exit.CHANGES if plan.pending or acts else Exit.OK
+    return Exit.OK
 
 
 def _holder(args):
@@ -243,9 +242,9 @@ def cmd_show(args) -> int:
         plan = read_plan(Path(args.planfile))
     except PlanFileError as exc:
         error(str(exc))
-        return EXIT_ERROR
+        return Exit.ERROR
     sys.stdout.write(render_json(plan) if args.json else coloured_plan(render_text(plan)))
-    return EXIT_OK
+    return Exit.OK
 
 
 def cmd_graph(args) -> int:
@@ -255,7 +254,7 @@ def cmd_graph(args) -> int:
         return made
     graph, plan, _ = made
     sys.stdout.write(to_dot(graph, plan))
-    return EXIT_OK
+    return Exit.OK
 
 
 def to_dot(graph, plan) -> str:
@@ -327,4 +326,4 @@ def _emit(code: int, text: str) -> int:
     return code
 
 
-__all__ = ["add_parsers", "EXIT_CONFLICT", "LockError"]
+__all__ = ["add_parsers", "LockError"]

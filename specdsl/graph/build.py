@@ -211,29 +211,19 @@ def _request_once(work: _Work, server: config.Server, workload: config.Workload)
     return _canonical_once(work, "request", key, make)
 
 
-def _dataset_file(dataset: str):
-    """The file a `dataset` value names (as specdsl.bench.datasets reads it), or None."""
-    from pathlib import Path
-
-    for prefix in ("jsonl:", "sharegpt:"):
-        if dataset.startswith(prefix):
-            return Path(dataset[len(prefix):])
-    return Path(dataset) if dataset.endswith((".jsonl", ".json")) else None
-
-
 def _with_dataset_digest(work: _Work, workload: config.Workload, content: dict) -> dict:
     """`content` with the SHA-256 of the workload's dataset file, when it
     names one that can be read: the prompts are part of what a benchmark
     measures, so an edited file reruns it (a built-in dataset adds nothing,
     so other identities stay as they were). Each file is hashed once."""
     import hashlib
-    from pathlib import Path
 
-    path = _dataset_file(workload.dataset) if not workload.command else None
-    if path is None:
+    from specdsl.model.datasets import dataset_file
+
+    found = dataset_file(workload.dataset) if not workload.command else None
+    if found is None:
         return content
-    if not path.is_absolute() and work.spec_dir is not None:
-        path = Path(work.spec_dir) / path
+    path = found.under(work.spec_dir)
     key = str(path)
     if key not in work.dataset_digests:
         try:
@@ -375,11 +365,14 @@ def arm_only(work: _Work) -> None:
     paired benchmark (`Graph.arm` says "A"), which diff, diagnose, report
     and `--target NAME` read."""
     cfg = work.cfg
+    readers_of: dict[str, list[config.Experiment]] = {}  # in the spec's order, found in one pass
+    for e in cfg.experiments:
+        if e.baseline is not None and e.baseline.kind == "experiment":
+            readers_of.setdefault(e.baseline.name, []).append(e)
     for exp in cfg.experiments:
         if exp.asserts or exp.promote or paired_with(cfg, exp, work.arms) is not None:
             continue
-        readers = [e for e in cfg.experiments
-                   if e.baseline is not None and e.baseline.kind == "experiment" and e.baseline.name == exp.name]
+        readers = readers_of.get(exp.name, [])
         if readers and all(paired_with(cfg, e, work.arms) is not None for e in readers):
             work.arm_only[exp.name] = readers[0].name
 

@@ -2,9 +2,11 @@
 
 A host runs commands and long-lived processes, reads and writes its own
 files, finds its programs and tells how to reach its ports from here.
-`local` is this machine; an ssh or Slurm host implements the same protocol,
-so the layers above never know which one they drive. Paths given to a host
-are paths *on that host*. Nothing here imports from the rest of specdsl.
+`local` is this machine and `ssh` a machine reached over OpenSSH; both
+implement the same protocol, so the layers above never know which one they
+drive. A Slurm host is not a `Host`: its steps run as batch jobs through
+the Slurm executor (`apply/slurm/`), on the compute node's `LocalHost`.
+Paths given to a host are paths *on that host*. Nothing here imports from the rest of specdsl.
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ class HostRegistry:
             if make is None:
                 name = getattr(decl, "name", key)
                 raise HostError(
-                    f"host {name} is reached over {kind} ({getattr(decl, 'ssh', '')}); this version of specdsl "
-                    "drives the local host only: leave out `ssh` to run here"
+                    f"host {name} is reached over {kind} ({getattr(decl, 'ssh', '')}); this registry drives "
+                    f"{', '.join(sorted(self.kinds)) or 'no kind of host'} only"
                 )
             host = make(decl, self)
             self._hosts[key] = host

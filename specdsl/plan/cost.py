@@ -250,7 +250,8 @@ def plain_cost(addr: str, content: dict, workload, *, runs: int, launch: str | N
     """The cost of a plain benchmark making `runs` runs on the server of its
     launch step, whose identity is `launch` when this benchmark starts it
     (None: the server is up, or another benchmark's cost counts its launch)."""
-    run_s = durations.run_s.get(run_key(content["launch"], content))
+    # no recorded run at all (a first plan): no key to make (a digest a benchmark)
+    run_s = durations.run_s.get(run_key(content["launch"], content)) if durations.run_s else None
     launch_s = durations.launch_s.get(launch) if launch is not None else 0.0
     missing = []
     if launch_s is None:

@@ -25,9 +25,9 @@ from pathlib import Path
 import attrs
 
 from specdsl.model import config
+from specdsl.model.datasets import dataset_file
 
 FILES = "files"
-_DATASET_PREFIXES = ("jsonl:", "sharegpt:")
 DIST = (".whl", ".tar.gz", ".zip")
 
 
@@ -93,13 +93,9 @@ def _candidate(text: str, spec_dir: Path, *, explicit: bool) -> Path | None:
 
 
 def dataset_text(dataset: str) -> tuple[str, str] | None:
-    """(prefix, path) of a dataset naming a file, else None."""
-    for prefix in _DATASET_PREFIXES:
-        if dataset.startswith(prefix):
-            return prefix, dataset[len(prefix):]
-    if dataset.endswith((".jsonl", ".json")):
-        return "", dataset
-    return None
+    """(prefix, path) of a dataset naming a file (`model.datasets`' rule), else None."""
+    found = dataset_file(dataset)
+    return None if found is None else (found.prefix, found.path)
 
 
 # What a relative argv word ending so names: a script of the spec's folder

@@ -80,6 +80,8 @@ class _Resolver:
         self.sensitive: tuple[str, ...] = ()
         # servers whose flags wait for the release their experiments' stacks pin
         self.deferred_args: list = []  # (server, engine, args V)
+        self._deferred_index: dict[int, tuple] = {}  # id(server) -> its first entry (_first_deferred)
+        self._deferred_indexed = 0
         self.engine_checked: set = set()
 
     def run(self, given: dict[str, str], from_files: list[ast.Attribute], environ: Mapping[str, str]) -> config.Config | None:
@@ -258,8 +260,9 @@ class _Resolver:
             warning = table_warning(choice, stack.span)
             if warning is not None:
                 self.diags.append(warning)
-        for entry in self.deferred_args:
-            if entry[0] is server and (id(server), choice.release) not in self.engine_checked:
+        if (id(server), choice.release) not in self.engine_checked:
+            entry = self._first_deferred(server)
+            if entry is not None:
                 self.engine_checked.add((id(server), choice.release))
                 check_args(entry[1], entry[2], self.diags, choice)
         for a in asserts:
@@ -267,6 +270,15 @@ class _Resolver:
             if key not in self.engine_checked:
                 self.engine_checked.add(key)
                 check_effective(a.expr, server.engine, choice, self.diags)
+
+    def _first_deferred(self, server: config.Server):
+        """The first `deferred_args` entry of `server`, or None: an index
+        by server kept up to date with the list (one look-up a server, not
+        a scan of every server's entry: a 1,000-cell matrix has 1,000)."""
+        for entry in self.deferred_args[self._deferred_indexed:]:
+            self._deferred_index.setdefault(id(entry[0]), entry)
+        self._deferred_indexed = len(self.deferred_args)
+        return self._deferred_index.get(id(server))
 
     def unpinned_engine_checks(self) -> None:
         """Servers no experiment used: their flags against the default table."""

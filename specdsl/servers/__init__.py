@@ -8,7 +8,8 @@ from the engine's pure module in specdsl/facts/engines. `lifecycle` starts a ser
 on a `Host` (its own process group, a log on the host), waits until it
 answers a real completion, reads its effective configuration and stops it;
 it never creates a host or a process itself. Adding an engine is one module
-here, one line in `ADAPTERS` (`adapters`) and its facts module.
+here (named after the engine, with its `ADAPTER`), its facts module and its
+entry in `specdsl.facts.engines.BY_NAME`, the one list of engines.
 
 Imports: hosts, bench (client quirks), provision (EnvInfo), model, facts;
 never graph, plan, apply or cli.

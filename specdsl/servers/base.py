@@ -6,8 +6,8 @@ configuration; what specdsl knows of the engine as data (distributions,
 client quirks, the log patterns that set effective-configuration keys, what
 moves its performance) is its `facts`, the engine's pure module in
 specdsl/facts/engines. Adding an engine (TensorRT-LLM, llama.cpp server) is
-that module, one module here with one `Adapter` and one line in
-`servers/__init__.py`.
+that module and its entry in `facts.engines.BY_NAME` (the one list of
+engines), and one module here, named after the engine, with its `ADAPTER`.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import tomli_w
 
 from specdsl import secrets, stats
 from specdsl.diag import did_you_mean
+from specdsl.exits import Exit
 from specdsl.names import natural_sorted
 from specdsl.state.codec import encode_record
 from specdsl.state.errors import StateError
@@ -250,7 +251,7 @@ def _from_here(state_dir: Path, recorded: str, cwd: Path) -> str:
 
 
 def _error(err: StateError) -> tuple[int, str]:
-    return (6 if err.conflict else 1), str(err) + "\n"
+    return (Exit.CONFLICT if err.conflict else Exit.ERROR), str(err) + "\n"
 
 
 def _no_state(state_dir: Path) -> tuple[int, str]:
@@ -267,7 +268,7 @@ def cmd_state_list(state_dir: Path, *, as_json: bool = False) -> tuple[int, str]
         return _error(err)
     if state is None:
         return _no_state(state_dir)
-    return 0, state_list(state, as_json=as_json)
+    return Exit.OK, state_list(state, as_json=as_json)
 
 
 def cmd_state_show(state_dir: Path, addr: str, listing: str = "specdsl state list", expr_text=None,
@@ -278,12 +279,12 @@ def cmd_state_show(state_dir: Path, addr: str, listing: str = "specdsl state lis
         state = load_state(state_dir)
         if state is None:
             return _no_state(state_dir)
-        return 0, state_show(state, addr, state_dir=state_dir, listing=listing, expr_text=expr_text, as_json=as_json)
+        return Exit.OK, state_show(state, addr, state_dir=state_dir, listing=listing, expr_text=expr_text, as_json=as_json)
     except StateError as err:
         return _error(err)
     except UnknownAddress as err:
         where = state_path(state_dir)
-        return 1, f"{where}: error: {err}\n"
+        return Exit.ERROR, f"{where}: error: {err}\n"
 
 
 def cmd_force_unlock(state_dir: Path, lock_id: str) -> tuple[int, str]:
@@ -292,5 +293,5 @@ def cmd_force_unlock(state_dir: Path, lock_id: str) -> tuple[int, str]:
         holder = force_unlock(state_dir, lock_id)
     except StateError as err:
         return _error(err)
-    return 0, (f"Removed the lock {holder.id} of {holder.operation!r} "
+    return Exit.OK, (f"Removed the lock {holder.id} of {holder.operation!r} "
                f"(pid {holder.pid} on {holder.host}, since {holder.created}).\n")

@@ -20,7 +20,7 @@ nominal level then spends too much: measured, 5.6% instead of 5% for looks
 at 3, 5, ..., 12 pairs. So `t_sequential_levels` finds the boundaries of
 the t statistics themselves: their joint null distribution is the same for
 every mean and sd (the t statistic is pivotal), so one fixed set of
-simulated null sequences (2^18 paths and their mirror images, a fixed seed:
+simulated null sequences (2^19 paths and their mirror images, a fixed seed:
 deterministic, the same levels on every call and machine with the same
 numpy) gives each look's boundary as a quantile of the paths still
 running. The PASS side and the FAIL side each spend alpha (the FAIL side is

@@ -532,12 +532,6 @@ def batch_script(folder: Path, python: str, package: Path, shares: str) -> str:
     ])
 
 
-def _held(outcome: Outcome) -> bool:
-    """An outcome the job's walk gave because it was stopped: what it means
-    depends on why the job ended (our Ctrl-C, or Slurm's reasons)."""
-    return outcome.status is Status.INTERRUPTED or outcome.reason is Reason.NOT_STARTED
-
-
 def lead(graph, job: SlurmJob) -> str:
     """The step a job's own messages go to: its first that is not a
     provision (an environment's step is shared by several jobs)."""

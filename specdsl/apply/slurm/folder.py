@@ -20,7 +20,6 @@ from typing import Any
 
 import attrs
 
-from specdsl import private
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.apply.slurm.job_format import NAME as DESCRIPTION
 from specdsl.apply.slurm.job_format import JobFormatError, dumps, loads
@@ -73,13 +72,6 @@ class FileHooks:
 def description_text(description: dict[str, Any]) -> str:
     """The job file's text of a description (`job_format.dumps`' keywords)."""
     return dumps(**description)
-
-
-def write_description(jobdir: Path, description: dict[str, Any]) -> Path:
-    path = Path(jobdir) / DESCRIPTION
-    with private.replacing(path, "w") as f:
-        f.write(description_text(description))
-    return path
 
 
 def read_description(jobdir: Path) -> dict[str, Any]:

@@ -32,8 +32,13 @@ import attrs
 from specdsl import private
 from specdsl.apply.api import apply_plan
 from specdsl.apply.slurm.folder import CHECK_OK, DONE, EVENTS, STATE, FileHooks, JobFormatError, read_description
+from specdsl.exits import Exit
 from specdsl.hosts import HostRegistry
 from specdsl.state import write_state
+
+# The job runner's own code (not a command's): its description cannot be read,
+# or it was called wrongly (docs/slurm.md); the controller shows it as the job's failure.
+JOB_UNREADABLE = 2
 
 
 def run(jobdir: Path) -> int:
@@ -42,7 +47,7 @@ def run(jobdir: Path) -> int:
         desc = read_description(jobdir)
     except JobFormatError as exc:
         print(f"specdsl: {exc}", file=sys.stderr)
-        return 2
+        return JOB_UNREADABLE
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         signal.signal(sig, lambda *_: stop.set())
@@ -59,7 +64,7 @@ def run(jobdir: Path) -> int:
     done = {"exit_code": result.exit_code(), "interrupted": result.interrupted, "warnings": result.warnings,
             "verdicts": len(result.verdicts)}
     private.write_text(jobdir / DONE, json.dumps(done, sort_keys=True))
-    return 0 if not result.interrupted else 130
+    return Exit.OK if not result.interrupted else Exit.INTERRUPTED
 
 
 def check() -> int:
@@ -78,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return check()
     if len(args) != 1:
         print("usage: python -m specdsl.apply.slurm.job JOBDIR | --check", file=sys.stderr)
-        return 2
+        return JOB_UNREADABLE
     return run(Path(args[0]))
 
 

@@ -8,7 +8,8 @@ its settings move performance (diagnosis).
 specdsl.facts reads the tables and pattern sets named here; validation,
 model/gpus, the server adapters (specdsl/servers), the benchmark client and
 diagnosis read the rest from here. No I/O at import. A new engine is one
-module here and one in specdsl/servers.
+module here with its entry in `BY_NAME` (the one list of engines) and one
+module of the same name in specdsl/servers (servers/adapters.py finds it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from specdsl.facts.engines import command, sglang, transformers, vllm
 from specdsl.facts.client import ClientQuirks
 from specdsl.facts.engines.base import Engine
 
-# by name, in specdsl.facts.ENGINES' order
+# The one list of the engines, by name: specdsl.facts.ENGINES, the schema's
+# `engine` values and the servers' adapters (servers/adapters.py) are read from it.
 BY_NAME: dict[str, Engine] = {e.name: e for e in (sglang.ENGINE, vllm.ENGINE, transformers.ENGINE, command.ENGINE)}
 # each engine's client quirks, the one table planning (a benchmark's
 # identity holds them) and the adapters read
