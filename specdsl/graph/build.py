@@ -400,6 +400,9 @@ def _with_arms(work: _Work):
 
 def preflight(work: _Work) -> None:
     for exp in work.cfg.experiments:
+        if exp.server.existing:
+            _cells(work).setdefault(exp.name, {})  # nothing is started for a server already running: no host to check
+            continue
         content, identity = _identified(work, "preflight", "", exp.host, lambda: {"host": _content_host(exp.host)})
         addr = _name(work, "preflight", exp.host.name, identity, exp.name)
         _add(work, Step(addr, "preflight", identity, content, host=exp.host.name, experiments=(exp.name,), payload={"host": exp.host}))
@@ -408,6 +411,8 @@ def preflight(work: _Work) -> None:
 
 def provision(work: _Work) -> None:
     for exp, users_ in _with_arms(work):
+        if exp.server.existing:
+            continue  # nothing to provision: the server is already running
         if exp.name not in _cells(work):  # a track arm: on its candidates' host
             _cells(work)[exp.name] = {"preflight": _cells(work)[users_[0]]["preflight"]}
         pre = work.graph.steps[_cells(work)[exp.name]["preflight"]]
@@ -436,6 +441,8 @@ def paired_with(cfg: config.Config, exp: config.Experiment, arms: dict | None = 
     base = next((e for e in cfg.experiments if e.name == exp.baseline.name), None)
     if base is None or not config.measured_beside(exp, base):
         return None
+    if exp.server.existing or base.server.existing:
+        return None  # servers already running: their runs alternate in their own step (not launch pairs)
     return base
 
 
@@ -445,7 +452,7 @@ def _launch_content(prov: Step, server: config.Server) -> dict:
 
 def launch(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        if paired_with(work.cfg, exp, work.arms) is not None or exp.name in work.arm_only:
+        if paired_with(work.cfg, exp, work.arms) is not None or exp.name in work.arm_only or exp.server.existing:
             continue  # its (or its candidate's) paired benchmark starts both arms' servers itself, alternately
         prov = work.graph.steps[_cells(work)[exp.name]["provision"]]
         content, identity = _identified(work, "launch", prov.identity, exp.server,
@@ -542,6 +549,9 @@ def benchmark(work: _Work) -> None:
             continue
         if exp.name in work.arm_only:
             continue  # measured as its candidates' arm (below)
+        if exp.server.existing:
+            _existing_benchmark(work, exp)
+            continue
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
         workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
         content = _with_dataset_digest(work, exp.workload, {"launch": lau.identity, "workload": workload})
@@ -556,6 +566,35 @@ def benchmark(work: _Work) -> None:
         _cells(work)[exp.name]["benchmark"] = addr
     for name, reader in work.arm_only.items():
         _cells(work)[name]["benchmark"] = _cells(work)[reader]["benchmark"]
+
+
+def endpoint_content(server: config.Server) -> dict:
+    """What a server already running is, as the spec knows it: its URL
+    without credentials (an `api_key` changes nothing measured, and is not
+    here), the engine given (None: read from it) and the model. What it
+    reports of itself (version, model, max_model_len) is recorded with its
+    results and compared at plan (plan.diff), not part of the identity."""
+    from specdsl.model.endpoint import shown
+
+    return {"url": shown(server.url), "engine": server.engine or None, "model": server.model}
+
+
+def _existing_benchmark(work: _Work, exp: config.Experiment) -> None:
+    """`benchmark.E` of a server already running at its `url`: no
+    provision, launch or teardown before or after it; its identity is the
+    endpoint, the workload and the request."""
+    workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
+    content = _with_dataset_digest(work, exp.workload, {"endpoint": endpoint_content(exp.server), "workload": workload})
+    texts = {"workload": text}
+    request = _request_once(work, exp.server, exp.workload)
+    if request is not None:
+        content["request"], texts["request"] = request
+    content = secrets.hide(content, work.cfg.sensitive)
+    identity = step_digest("benchmark", content, texts)
+    addr = f"benchmark.{exp.name}"
+    _add(work, Step(addr, "benchmark", identity, content, (), host=exp.host.name, experiments=(exp.name,),
+                    payload={"experiment": exp, "endpoint": exp.server}))
+    _cells(work)[exp.name]["benchmark"] = addr
 
 
 def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experiment) -> None:

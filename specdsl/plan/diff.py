@@ -208,6 +208,7 @@ def make_plan(
     for addr in decide:
         step = graph.steps[addr]
         kind = step.kind
+        endpoint = None
         prior, fields = changed_fields(step)
         reason = describe(fields, upstream_names(step))
         if kind == "benchmark":
@@ -236,6 +237,10 @@ def make_plan(
                 reason += f"; both arms on {gpus}" if gpus else ""
             if action is Action.RUN and step.payload["experiment"].workload.command:
                 reason += "; runs " + command_preview(step.payload["experiment"])
+            if "endpoint" in step.payload:
+                action, reason, endpoint = _existing(step, action, reason, refresh, state, results, rerun)
+                if action is Action.RUN:
+                    bench_runs.add(addr)
         elif kind == "launch":
             needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
             alive = step.identity in refresh.servers
@@ -300,7 +305,8 @@ def make_plan(
             else:
                 action, reason = Action.REUSE, "nothing running"
         actions[addr] = action
-        changes[addr] = Change(addr, kind, action, reason, step.identity, fields, step.deps, step.after, step.experiments, step.host)
+        changes[addr] = Change(addr, kind, action, reason, step.identity, fields, step.deps, step.after, step.experiments, step.host,
+                               endpoint=endpoint if kind == "benchmark" and "endpoint" in step.payload else None)
 
     # promotions of one track are decided together: two candidates that
     # would pass on recorded verdicts alone are held, as apply would hold them
@@ -404,6 +410,10 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
             out.append(cold(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload, block),
                                           durations=durations, block=block,
                                           shares_with=group[0] if group and group[0] != addr else None), graph, step, durations, said))
+            continue
+        if "endpoint" in step.payload:  # a server already running: no launch to count
+            runs = (want - have) if want is not None else workload.runs
+            out.append(plain_cost(addr, step.content, workload, runs=runs, launch=None, durations=durations))
             continue
         launch = step.deps[0]
         starts = actions.get(launch) in (Action.CREATE, Action.REPLACE) and launch not in launched
@@ -627,6 +637,40 @@ def _promote_actions(graph: Graph, candidacy: dict[str, tuple[str, str]]) -> dic
             else:
                 out[addr] = (Action.PROMOTE, reason)
     return out
+
+
+def _existing(step, action: Action, reason: str, refresh: Refresh, state, results: dict, rerun: bool):
+    """(action, reason, endpoint) of the benchmark of a server already
+    running (`url`): said in words (nothing is launched or stopped); a
+    recorded result whose server now reports another identity (engine,
+    version, model, max_model_len) than it was recorded against no longer
+    matches, and runs again; a server refresh could not reach is said (the
+    spec stays valid; apply fails that step)."""
+    from specdsl.model.endpoint import identity_changes, identity_text, recorded_identity
+
+    url = step.content["endpoint"]["url"]
+    asked = refresh.endpoint(url)
+    endpoint: dict = {"url": url, "launched": False}
+    note = f"existing server at {url}: nothing is launched or stopped"
+    if asked is None:
+        note += " (not asked: --no-refresh)"
+    else:
+        identity, error = asked
+        if error:
+            endpoint["refresh_error"] = error
+            note += f"; refresh: it {error} (the spec is valid; apply fails this step unless the server answers then)"
+        else:
+            endpoint["reported"] = identity
+            note += f"; it reports {identity_text(identity)}"
+            run_id = results.get(step.identity)
+            run = state.run(run_id) if state is not None and run_id is not None and hasattr(state, "run") else None
+            recorded = recorded_identity(run.effective) if run is not None and run.effective else {}
+            changed = identity_changes(recorded, identity) if recorded else []
+            if changed and action is Action.REUSE and not rerun:
+                action = Action.RUN
+                reason = (f"the recorded result (run {run_id}) no longer matches: the server at {url} now reports "
+                          + ", ".join(changed))
+    return action, f"{reason}; {note}", endpoint
 
 
 def _stack_summary(step) -> str:

@@ -43,6 +43,10 @@ class Benchmark:
             return planned_reuse(ctx)
         if "paired" in step.payload:
             return self._paired(ctx)
+        if "endpoint" in step.payload:  # a server already running: nothing launched
+            from specdsl.apply.steps import endpoint
+
+            return endpoint.run(ctx)
         launch = step.deps[0]
         handle = walk.handles.get(launch)
         if handle is None:
