@@ -64,7 +64,9 @@ def identity_text(identity: dict) -> str:
 
 
 def recorded_identity(effective: dict) -> dict:
-    """The identity a benchmark's run recorded in its `effective`."""
+    """The identity a benchmark's run recorded in its `effective` (a dict,
+    or the pairs a RunRecord keeps)."""
+    effective = dict(effective or ())
     return {k: effective.get(EFFECTIVE_PREFIX + k) for k in IDENTITY_FIELDS if EFFECTIVE_PREFIX + k in effective}
 
 

@@ -22,7 +22,7 @@ from specdsl import bench, secrets, servers
 from specdsl.apply import validity
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome
-from specdsl.apply.steps.common import completed, medians_of
+from specdsl.apply.steps.common import completed, medians_of, prior_runs
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled
@@ -46,7 +46,7 @@ def run(ctx: StepContext) -> Outcome:
     engine = server.engine or report.identity.get("engine") or ""
     recorded = ctx.writer.state.result(step.identity)
     same = recorded is not None and not identity_changes(recorded_identity(recorded.effective or {}), report.identity)
-    prior = [] if walk.plan.rerun or not same else _prior_runs(ctx, exp.workload.runs)
+    prior = [] if walk.plan.rerun or not same else prior_runs(ctx, exp.workload.runs)
     workload = exp.workload
     if workload.prefix_cache is None:
         workload = attrs.evolve(workload, prefix_cache="warm")  # a server others use: its cache is not emptied
@@ -113,9 +113,3 @@ class _api_key:
             else:
                 os.environ["OPENAI_API_KEY"] = self.before
             _KEY_LOCK.release()
-
-
-def _prior_runs(ctx: StepContext, wanted: int) -> list:
-    from specdsl.apply.steps.benchmark import prior_runs
-
-    return prior_runs(ctx, wanted)

@@ -1,0 +1,227 @@
+"""A server that is already running (`server "prod" { url = ... }`), through
+the CLI as a user runs it: the test starts the server itself, outside
+specdsl (tests/apply/endpoint_double.py: a stdlib server that looks like a
+vLLM endpoint from outside, with known timing), then plans and applies a
+spec pointed at it. Nothing may be launched, stopped or provisioned; the
+results and what the server reports are recorded; the API key reaches the
+server and nowhere else."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.apply.apply_helpers import cli_env
+
+DOUBLE = Path(__file__).with_name("endpoint_double.py")
+KEY = "sk-endpoint-test-7f3a9c"
+
+SPEC = """\
+variable "prod_key" { sensitive = true }
+
+server "prod" {
+  url     = "http://127.0.0.1:PORT"
+  model   = "tiny"
+  api_key = var.prod_key
+}
+
+workload "w" {
+  requests    = 6
+  concurrency = 2
+  input_len   = 16
+  output_len  = 8
+  runs        = 3
+  warmup      = 2
+}
+
+experiment "prod" {
+  server   = server.prod
+  workload = workload.w
+  assert "fast"  { output_throughput >= 10 }
+  assert "ctx"   { effective.max_model_len == 2048 }
+  assert "block" { effective.block_size == 16 }
+}
+"""
+
+
+class Double:
+    """The endpoint double in its own process group, bounded in memory and
+    time, stopped by its group."""
+
+    def __init__(self, folder: Path, port: int = 0, version: str = "0.11.0", key: str = KEY) -> None:
+        self.folder = folder
+        self.port_file = folder / f"port-{time.monotonic_ns()}"
+        self.log = folder / "requests.log"
+        limits = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))"
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", f"{limits}; import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
+             str(DOUBLE), "--port", str(port), "--port-file", str(self.port_file), "--version", version,
+             "--api-key", key, "--log", str(self.log)],
+            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 20
+        while not self.port_file.exists():
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.stop()
+                raise RuntimeError("the endpoint double did not start")
+            time.sleep(0.05)
+        self.port = int(self.port_file.read_text())
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+
+def run(folder: Path, *args, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "specdsl.cli.main", *map(str, args)], cwd=folder, capture_output=True,
+                          text=True, timeout=timeout, env=cli_env(SPECDSL_VAR_prod_key=KEY, NO_COLOR="1"))
+
+
+def written(folder: Path) -> str:
+    """Everything specdsl wrote in the state folder, as text."""
+    return "\n".join(p.read_text(errors="replace") for p in (folder / ".specdsl").rglob("*") if p.is_file())
+
+
+@pytest.fixture
+def endpoint(tmp_path):
+    double = Double(tmp_path)
+    (tmp_path / "prod.spec").write_text(SPEC.replace("PORT", str(double.port)))
+    yield double
+    double.stop()
+
+
+def test_plan_apply_and_replan_of_a_running_server(tmp_path, endpoint):
+    url = f"http://127.0.0.1:{endpoint.port}"
+    plan = run(tmp_path, "plan", "prod.spec")
+    assert plan.returncode == 0, plan.stderr
+    assert f"existing server at {url}: nothing is launched or stopped" in plan.stdout
+    assert "it reports vllm 0.11.0, model tiny, max_model_len 2048" in plan.stdout
+    assert "launch." not in plan.stdout and "provision." not in plan.stdout and "teardown." not in plan.stdout
+    doc = json.loads(run(tmp_path, "plan", "prod.spec", "--json").stdout)
+    bench = next(c for c in doc["changes"] if c["addr"] == "benchmark.prod")
+    assert bench["endpoint"] == {"url": url, "launched": False,
+                                 "reported": {"engine": "vllm", "version": "0.11.0", "model": "tiny", "max_model_len": 2048}}
+    assert [c["kind"] for c in doc["changes"]].count("launch") == 0
+
+    applied = run(tmp_path, "apply", "prod.spec", "--yes")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "0 server launches" in applied.stdout
+    assert "checks: 3 passed" in applied.stdout
+    assert "Traceback" not in applied.stderr
+
+    state = run(tmp_path, "state", "list", "prod.spec", "--servers")
+    assert "benchmark.prod" in run(tmp_path, "state", "list", "prod.spec").stdout
+    assert "launch" not in state.stdout
+    shown = run(tmp_path, "state", "show", "benchmark.prod", "prod.spec").stdout
+    assert 'url = "http://127.0.0.1:' in shown
+    from specdsl.state.statefile import load_state
+
+    recorded = load_state(tmp_path / ".specdsl")
+    assert not recorded.servers and not recorded.environments  # nothing launched, nothing provisioned
+    result = recorded.result(next(s.identity for s in recorded.steps if s.addr == "benchmark.prod"))
+    effective, metrics = dict(result.effective), dict(result.metrics)
+    assert result.runs == 3 and metrics["output_throughput"] > 0
+    assert effective["endpoint.version"] == "0.11.0"
+    assert effective["max_model_len"] == 2048 and effective["block_size"] == 16
+    # the key reached the server (every request carried it) and nothing specdsl wrote or said
+    lines = endpoint.log.read_text().splitlines()
+    assert lines and all(line.endswith(" key") for line in lines)
+    assert sum("/v1/completions" in line for line in lines) == 3 * 6 + 2
+    assert not any("reset_prefix_cache" in line for line in lines)  # a server others use: its cache is not emptied
+    for text in (plan.stdout, plan.stderr, applied.stdout, applied.stderr, shown, written(tmp_path)):
+        assert KEY not in text
+
+    again = run(tmp_path, "plan", "prod.spec", "--detailed-exitcode")
+    assert again.returncode == 0, again.stdout
+    assert "No changes" in again.stdout
+
+
+def test_a_changed_server_no_longer_matches_its_recorded_result(tmp_path, endpoint):
+    assert run(tmp_path, "apply", "prod.spec", "--yes").returncode == 0
+    port = endpoint.port
+    endpoint.stop()
+    upgraded = Double(tmp_path, port=port, version="0.12.0")
+    try:
+        plan = run(tmp_path, "plan", "prod.spec", "--detailed-exitcode")
+        assert plan.returncode == 2, plan.stdout + plan.stderr
+        assert "no longer matches: the server at" in plan.stdout
+        assert 'version: "0.11.0" -> "0.12.0"' in plan.stdout
+        applied = run(tmp_path, "apply", "prod.spec", "--yes")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        # measured afresh against the new server: 3 runs of 6 requests and the warm-up, nothing carried over
+        assert sum("/v1/completions" in line for line in upgraded.log.read_text().splitlines()) == 2 * (3 * 6 + 2)
+        assert "No changes" in run(tmp_path, "plan", "prod.spec").stdout
+    finally:
+        upgraded.stop()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_server(tmp_path):
+    port = _closed_port()
+    (tmp_path / "prod.spec").write_text(SPEC.replace("PORT", str(port)))
+    assert run(tmp_path, "validate", "prod.spec").returncode == 0
+    plan = run(tmp_path, "plan", "prod.spec")
+    assert plan.returncode == 0, plan.stderr
+    assert "refresh: it does not answer: connection refused (the spec is valid" in plan.stdout
+    doc = json.loads(run(tmp_path, "plan", "prod.spec", "--json").stdout)
+    assert next(c for c in doc["changes"] if c["addr"] == "benchmark.prod")["endpoint"]["refresh_error"] == \
+        "does not answer: connection refused"
+    applied = run(tmp_path, "apply", "prod.spec", "--yes")
+    assert applied.returncode == 5, applied.stdout + applied.stderr
+    assert f"existing server: http://127.0.0.1:{port} does not answer: connection refused" in applied.stdout + applied.stderr
+    assert "Traceback" not in applied.stdout + applied.stderr
+
+
+def test_a_refused_key_fails_the_step_and_is_not_said(tmp_path):
+    double = Double(tmp_path, key="another-key-entirely")
+    try:
+        (tmp_path / "prod.spec").write_text(SPEC.replace("PORT", str(double.port)))
+        applied = run(tmp_path, "apply", "prod.spec", "--yes")
+        assert applied.returncode == 5
+        assert "refused the request (401): check `api_key`" in applied.stdout + applied.stderr
+        assert KEY not in applied.stdout + applied.stderr + written(tmp_path)
+    finally:
+        double.stop()
+
+
+@pytest.mark.parametrize("body, summary, where", [
+    ('url = "http://h:8000"\n  model = "m"\n  args = { tp-size = 2 }', "`args` cannot go with `url`", "5:3"),
+    ('url = "h:8000"\n  model = "m"', "`url` is not a server's address", "3:3"),
+    ('url = "http://h:8000/v1"\n  model = "m"', "`url` is not a server's address: it ends with `/v1`", "3:3"),
+    ('url = "http://h:8000"\n  model = "m"\n  engine = "command"', '`engine = "command"` cannot go with `url`', "5:3"),
+    ('url = "http://u:p@h:8000"\n  model = "m"\n  api_key = "k1234"', "`api_key` cannot go with credentials in `url`", "5:3"),
+    ('model = "m"\n  api_key = "k1234"', "`api_key` needs `url`", "4:3"),
+])
+def test_contradictions_are_located(tmp_path, body, summary, where):
+    (tmp_path / "s.spec").write_text(f'\nserver "p" {{\n  {body}\n}}\n\nworkload "w" {{}}\n\n'
+                                     'experiment "e" {\n  server   = server.p\n  workload = workload.w\n}\n')
+    out = run(tmp_path, "validate", "s.spec")
+    assert out.returncode == 1
+    assert f"s.spec:{where}: error: {summary}" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_a_host_it_is_not_on_and_a_stack_it_does_not_use(tmp_path):
+    (tmp_path / "s.spec").write_text(
+        'host "gpu" { ssh = "bench@gpu8" }\n\nstack "s" {}\n\n'
+        'server "p" {\n  url   = "http://h:8000"\n  model = "m"\n}\n\nworkload "w" {}\n\n'
+        'experiment "e" {\n  host     = host.gpu\n  stack    = stack.s\n  server   = server.p\n  workload = workload.w\n}\n')
+    out = run(tmp_path, "validate", "s.spec")
+    assert out.returncode == 1
+    assert "s.spec:13:14: error: A server that is already running is not on a host specdsl drives" in out.stderr
+    assert "s.spec:14:14: warning: The stack is not used" in out.stderr
