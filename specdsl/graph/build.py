@@ -441,8 +441,8 @@ def paired_with(cfg: config.Config, exp: config.Experiment, arms: dict | None = 
     base = next((e for e in cfg.experiments if e.name == exp.baseline.name), None)
     if base is None or not config.measured_beside(exp, base):
         return None
-    if exp.server.existing or base.server.existing:
-        return None  # servers already running: their runs alternate in their own step (not launch pairs)
+    if exp.server.existing != base.server.existing:
+        return None  # one launched, one running: an error at validate (validate/endpoint.py)
     return base
 
 
@@ -597,6 +597,33 @@ def _existing_benchmark(work: _Work, exp: config.Experiment) -> None:
     _cells(work)[exp.name]["benchmark"] = addr
 
 
+ENDPOINT_PAIR_DESIGN = "endpoint-runs"
+
+
+def _existing_pair(work: _Work, exp: config.Experiment, base: config.Experiment) -> None:
+    """`benchmark.E` of a candidate and its baseline that are both servers
+    already running: no launch to repeat, so the run is the unit; one run
+    of each arm a pair, alternating ABBA (apply/steps/endpoint.py). Its
+    identity covers both endpoints and the workload."""
+    workload = _content_workload(exp.workload, paired=True)
+    for key in ("max_runs", "block"):
+        workload.pop(key, None)
+    content = _with_dataset_digest(work, exp.workload, {
+        "arms": {"baseline": {"endpoint": endpoint_content(base.server)}, "candidate": {"endpoint": endpoint_content(exp.server)}},
+        "workload": workload, "design": ENDPOINT_PAIR_DESIGN})
+    requests = {arm: _request_once(work, server, exp.workload) for arm, server in (("baseline", base.server), ("candidate", exp.server))}
+    if requests["candidate"] is not None:
+        content["request"] = {arm: request[0] for arm, request in requests.items()}
+    content = secrets.hide(content, work.cfg.sensitive)
+    identity = digest(["benchmark", content])
+    addr = f"benchmark.{exp.name}"
+    # one run of each arm a pair, whatever `block` says (its launches are none)
+    measured = attrs.evolve(exp, workload=attrs.evolve(exp.workload, block=1))
+    _add(work, Step(addr, "benchmark", identity, content, (), host=exp.host.name, experiments=(exp.name,),
+                    payload={"experiment": measured, "paired": base, "host": exp.host, "endpoint": exp.server}))
+    _cells(work)[exp.name]["benchmark"] = addr
+
+
 def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experiment) -> None:
     """`benchmark.E` of a paired experiment: both arms (the baseline's server
     and the candidate's), launched alternately (ABBA BAAB ...) by the step
@@ -606,6 +633,9 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     measures (its prefix cache turned off for `prefix_cache = "off"`)."""
     from specdsl.model.prefix_cache import server_for
 
+    if exp.server.existing:
+        _existing_pair(work, exp, base)
+        return
     measured = server_for(base.server, exp.workload, base.stack)
     if measured is not base.server:
         base = attrs.evolve(base, server=measured)

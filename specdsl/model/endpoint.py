@@ -16,6 +16,8 @@ from urllib.parse import urlsplit, urlunsplit
 IDENTITY_FIELDS = ("engine", "version", "model", "max_model_len")
 # where a benchmark's recorded run keeps that identity (its `effective`)
 EFFECTIVE_PREFIX = "endpoint."
+# and, in a comparison of two servers already running, its baseline's
+BASELINE_PREFIX = "endpoint_baseline."
 
 
 def url_problem(url: str) -> str:
@@ -63,11 +65,11 @@ def identity_text(identity: dict) -> str:
     return ", ".join(bits) or "nothing"
 
 
-def recorded_identity(effective: dict) -> dict:
+def recorded_identity(effective: dict, prefix: str = EFFECTIVE_PREFIX) -> dict:
     """The identity a benchmark's run recorded in its `effective` (a dict,
-    or the pairs a RunRecord keeps)."""
+    or the pairs a RunRecord keeps), under `prefix`."""
     effective = dict(effective or ())
-    return {k: effective.get(EFFECTIVE_PREFIX + k) for k in IDENTITY_FIELDS if EFFECTIVE_PREFIX + k in effective}
+    return {k: effective.get(prefix + k) for k in IDENTITY_FIELDS if prefix + k in effective}
 
 
 def identity_changes(recorded: dict, now: dict) -> list[str]:

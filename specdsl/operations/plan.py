@@ -166,7 +166,11 @@ def ask_endpoints(graph) -> tuple:
     servers = {}
     for step in graph.steps.values():
         if step.kind == "benchmark" and "endpoint" in step.payload:
-            servers.setdefault(step.content["endpoint"]["url"], step.payload["endpoint"])
+            if "paired" in step.payload:  # both arms servers already running
+                servers.setdefault(step.content["arms"]["baseline"]["endpoint"]["url"], step.payload["paired"].server)
+                servers.setdefault(step.content["arms"]["candidate"]["endpoint"]["url"], step.payload["experiment"].server)
+            else:
+                servers.setdefault(step.content["endpoint"]["url"], step.payload["endpoint"])
     if not servers:
         return ()
     from specdsl.servers.endpoint import EndpointError, probe

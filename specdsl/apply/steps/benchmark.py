@@ -41,12 +41,15 @@ class Benchmark:
         walk, step = ctx.walk, ctx.step
         if walk.action(ctx.addr) is not Action.RUN:
             return planned_reuse(ctx)
-        if "paired" in step.payload:
-            return self._paired(ctx)
-        if "endpoint" in step.payload:  # a server already running: nothing launched
+        if "endpoint" in step.payload:  # servers already running: nothing launched
             from specdsl.apply.steps import endpoint
 
+            if "paired" in step.payload:
+                exp = step.payload["experiment"]
+                return endpoint.run_pairs(ctx, _wants_more(walk, exp, walk.plan.more))
             return endpoint.run(ctx)
+        if "paired" in step.payload:
+            return self._paired(ctx)
         launch = step.deps[0]
         handle = walk.handles.get(launch)
         if handle is None:

@@ -113,3 +113,121 @@ class _api_key:
             else:
                 os.environ["OPENAI_API_KEY"] = self.before
             _KEY_LOCK.release()
+
+
+def run_pairs(ctx: StepContext, decide_more) -> Outcome:
+    """A candidate and its baseline that are both servers already running:
+    no launch to repeat, so the run is the unit. Both are asked what they
+    are, each warmed up once (`warmup` requests), then pair after pair one
+    run of each arm, alternating ABBA BAAB (graph.pairs.arm_order) so that
+    drift of the machines or the network falls on both arms alike; each
+    pair's two runs send the same prompts. After the first pairs, more
+    while a gating verdict is undecided (`decide_more`) and `max_runs`
+    allows. The result has the paired design's form (pairs of blocks of
+    one run each, no launches), read by the verdicts as any pairs are.
+    Recorded pairs are continued only while both servers still report
+    what they were recorded against."""
+    from specdsl.apply.steps import paired
+    from specdsl.graph.build import ENDPOINT_PAIR_DESIGN
+    from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order
+    from specdsl.model.endpoint import BASELINE_PREFIX, EFFECTIVE_PREFIX
+    from specdsl.plan.looks import first_pairs, looks_of, schedule_for
+
+    walk, step = ctx.walk, ctx.step
+    exp, base = step.payload["experiment"], step.payload["paired"]
+    arms = {BASELINE: base.server, CANDIDATE: exp.server}
+    names = {BASELINE: base.name, CANDIDATE: exp.name}
+    ctx.begin()
+    reports = {}
+    for letter, server in arms.items():
+        ctx.progress(f"asking the server at {shown(server.url)} (arm {letter}, {names[letter]}) what it is (nothing is launched)")
+        try:
+            reports[letter] = probe(server)
+        except EndpointError as exc:
+            raise StepFailed(f"existing server (arm {letter}, {names[letter]}): {exc}") from None
+    recorded = ctx.writer.state.result(step.identity)
+    same = recorded is not None and not any(
+        identity_changes(recorded_identity(recorded.effective, prefix), reports[letter].identity)
+        for letter, prefix in ((BASELINE, BASELINE_PREFIX), (CANDIDATE, EFFECTIVE_PREFIX)))
+    prior = paired.prior_pairs(ctx) if same and not walk.plan.rerun else {}
+    if prior.get("design") != ENDPOINT_PAIR_DESIGN:
+        prior = {}
+    workload = exp.workload
+    if workload.prefix_cache is None:
+        workload = attrs.evolve(workload, prefix_cache="warm")  # servers others use: their caches are not emptied
+    w_run = attrs.evolve(workload, runs=1, warmup=0, warmup_time=None, warmup_tolerance=None,
+                         dataset=local_dataset(workload.dataset, walk.spec_dir))
+    looks = dict(prior.get("looks") or looks_of(workload, 1))
+    budget = schedule_for(workload, looks, max(0, walk.plan.more)).max
+    first = first_pairs(workload, looks)
+    runs = [bench.RunResult.from_json(r) for r in prior.get("runs", ())]
+    pairs = [p for p in prior.get("pairs", ()) if len(p.get("blocks", ())) == 2]
+    folder = ctx.new_run()
+    warned: list[str] = []
+    adapters = {}
+    for letter, server in arms.items():
+        engine = server.engine or reports[letter].identity.get("engine") or ""
+        adapters[letter] = servers.adapter_for(engine if engine in ("sglang", "vllm", "transformers") else "command")
+
+    def doc() -> dict:
+        from specdsl import __version__
+
+        keep = {i for p in pairs for b in p["blocks"] for i in b["runs"]}
+        return {"runs": [r.to_json() for r in runs if r.index in keep], "pairs": pairs, "arms": names, "launches": [],
+                "effective": secrets.redact_tree({k: reports[k].effective for k in arms}, _all_secrets(arms)),
+                "design": ENDPOINT_PAIR_DESIGN, "looks": looks, "side_by_side": False, "specdsl": __version__,
+                "unit": "run"} | ({"continued": len(prior.get("pairs", ()))} if prior else {})
+
+    def measure(letter: str, i: int, sub: str, wl) -> list:
+        server = arms[letter]
+        tokenizer = tokenizer_for(wl, server.model, walk.spec_dir)
+        say = lambda m: ctx.progress(f"pair {i + 1} arm {letter} ({names[letter]}): {m}")  # noqa: E731
+        try:
+            with _api_key(server.api_key):
+                result = bench.run_benchmark(wl, base_url(server), server.model, folder / sub,
+                                             quirks=adapters[letter].quirks, tokenizer=tokenizer, progress=say,
+                                             stop=ctx.stop, server=adapters[letter].server_side(), first_run=i)
+        except bench.BenchError as exc:
+            raise StepFailed(f"pair {i + 1} arm {letter}, existing server at {shown(server.url)}: "
+                             f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
+        warned.extend(f"{ctx.addr} pair {i + 1} arm {letter} ({names[letter]}): {w}" for w in result.warnings())
+        return list(result.runs)
+
+    try:
+        if workload.warmup > 0:  # once per server: there is no launch to warm up after
+            for letter in (BASELINE, CANDIDATE):
+                ctx.progress(f"arm {letter} ({names[letter]}): warming up, {workload.warmup} requests")
+                measure(letter, 0, f"warmup-{letter}", attrs.evolve(w_run, warmup=workload.warmup, runs=1))
+        i = len(pairs)
+        while i < first or (i < budget and decide_more(doc())):
+            blocks = []
+            for letter in arm_order(i, (BASELINE, CANDIDATE)):
+                made = measure(letter, i, f"pair-{i}-{letter}", w_run)
+                start = len(runs)
+                runs.extend(attrs.evolve(r, index=start + k) for k, r in enumerate(made))
+                blocks.append({"arm": letter, "runs": list(range(start, len(runs))), "launch": None})
+            pairs.append({"pair": i, "blocks": blocks})
+            i += 1
+    except Cancelled:
+        if pairs:
+            _record_pairs(ctx, doc(), reports)
+        raise
+    for w in warned:
+        walk.result.warn(w)
+    metrics = _record_pairs(ctx, doc(), reports)
+    summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
+    return completed(ctx, f"{len(pairs)} pairs of runs (ABBA) on two servers already running, nothing launched; "
+                          f"candidate {summary}", str(folder))
+
+
+def _record_pairs(ctx: StepContext, doc: dict, reports: dict) -> dict:
+    from specdsl.apply.steps import paired
+    from specdsl.graph.pairs import BASELINE, CANDIDATE
+    from specdsl.model.endpoint import BASELINE_PREFIX
+
+    effective = reports[CANDIDATE].recorded() | {BASELINE_PREFIX + k: v for k, v in reports[BASELINE].identity.items()}
+    return paired.record(ctx, doc, effective, [])
+
+
+def _all_secrets(arms: dict) -> list[str]:
+    return [s for server in arms.values() for s in _secrets(server)]
