@@ -45,7 +45,6 @@ workload "w" {
 experiment "prod" {
   server   = server.prod
   workload = workload.w
-  assert "fast"  { output_throughput >= 10 }
   assert "ctx"   { effective.max_model_len == 2048 }
   assert "block" { effective.block_size == 16 }
 }
@@ -56,15 +55,16 @@ class Double:
     """The endpoint double in its own process group, bounded in memory and
     time, stopped by its group."""
 
-    def __init__(self, folder: Path, port: int = 0, version: str = "0.11.0", key: str = KEY) -> None:
+    def __init__(self, folder: Path, port: int = 0, version: str = "0.11.0", key: str = KEY, itl_ms: float = 1.0,
+                 name: str = "requests") -> None:
         self.folder = folder
         self.port_file = folder / f"port-{time.monotonic_ns()}"
-        self.log = folder / "requests.log"
+        self.log = folder / f"{name}.log"
         limits = "import resource; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))"
         self.proc = subprocess.Popen(
             [sys.executable, "-c", f"{limits}; import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
              str(DOUBLE), "--port", str(port), "--port-file", str(self.port_file), "--version", version,
-             "--api-key", key, "--log", str(self.log)],
+             "--api-key", key, "--log", str(self.log), "--itl-ms", str(itl_ms), "--ttft-ms", "20"],
             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while not self.port_file.exists():
@@ -116,7 +116,7 @@ def test_plan_apply_and_replan_of_a_running_server(tmp_path, endpoint):
     applied = run(tmp_path, "apply", "prod.spec", "--yes")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "0 server launches" in applied.stdout
-    assert "checks: 3 passed" in applied.stdout
+    assert "checks: 2 passed" in applied.stdout
     assert "Traceback" not in applied.stderr
 
     state = run(tmp_path, "state", "list", "prod.spec", "--servers")
@@ -225,3 +225,91 @@ def test_a_host_it_is_not_on_and_a_stack_it_does_not_use(tmp_path):
     assert out.returncode == 1
     assert "s.spec:13:14: error: A server that is already running is not on a host specdsl drives" in out.stderr
     assert "s.spec:14:14: warning: The stack is not used" in out.stderr
+
+
+PAIRED = """\
+variable "prod_key" { sensitive = true }
+
+server "prod" {
+  url     = "http://127.0.0.1:PROD"
+  model   = "tiny"
+  api_key = var.prod_key
+}
+
+server "canary" {
+  url     = "http://127.0.0.1:CANARY"
+  model   = "tiny"
+  api_key = var.prod_key
+}
+
+workload "w" {
+  requests    = 4
+  concurrency = 2
+  input_len   = 16
+  output_len  = 8
+  runs        = 2
+  warmup      = 2
+}
+
+experiment "prod" {
+  server   = server.prod
+  workload = workload.w
+}
+
+experiment "canary" {
+  server   = server.canary
+  workload = workload.w
+  baseline = experiment.prod
+  assert "faster" { output_throughput >= baseline.output_throughput * 1.01 }
+}
+"""
+
+
+def test_two_running_servers_alternate_their_runs(tmp_path):
+    prod = Double(tmp_path, itl_ms=4, name="prod")
+    canary = Double(tmp_path, itl_ms=8, name="canary")  # twice as slow between tokens
+    try:
+        (tmp_path / "pair.spec").write_text(PAIRED.replace("PROD", str(prod.port)).replace("CANARY", str(canary.port)))
+        plan = run(tmp_path, "plan", "pair.spec")
+        assert plan.returncode == 0, plan.stderr
+        assert "paired with prod, both servers already running: runs alternate ABBA (no launch: the run is the unit)" in plan.stdout
+        assert f"existing server at http://127.0.0.1:{prod.port} (baseline): nothing is launched or stopped" in plan.stdout
+        assert f"existing server at http://127.0.0.1:{canary.port} (candidate): nothing is launched or stopped" in plan.stdout
+        assert "0 launches" in plan.stdout
+        applied = run(tmp_path, "apply", "pair.spec", "--yes")
+        assert applied.returncode == 3, applied.stdout + applied.stderr  # a confident FAIL: it is slower
+        assert "pairs of runs (ABBA) on two servers already running, nothing launched" in applied.stdout + applied.stderr
+        assert "0 server launches" in applied.stdout
+        from specdsl.state.statefile import load_state
+
+        state = load_state(tmp_path / ".specdsl")
+        assert not state.servers and not state.environments
+        run_ = state.result(next(s.identity for s in state.steps if s.addr == "benchmark.canary"))
+        doc = json.loads((tmp_path / ".specdsl" / run_.folder / "result.json").read_text())
+        assert doc["design"] == "endpoint-runs" and doc["launches"] == []
+        orders = ["".join(b["arm"] for b in p["blocks"]) for p in doc["pairs"]]
+        assert len(orders) >= 2 and orders[:4] == ["AB", "BA", "BA", "AB"][:len(orders[:4])]
+        assert all(len(b["runs"]) == 1 for p in doc["pairs"] for b in p["blocks"])
+        # each server got its warm-up and one run of 4 requests a pair, nothing else
+        n = len(doc["pairs"])
+        for double in (prod, canary):
+            lines = double.log.read_text().splitlines()
+            assert sum("/v1/completions" in line for line in lines) == 2 + 4 * n
+            assert all(line.endswith(" key") for line in lines)
+        assert KEY not in applied.stdout + applied.stderr + written(tmp_path)
+        assert "No changes" in run(tmp_path, "plan", "pair.spec").stdout
+    finally:
+        prod.stop()
+        canary.stop()
+
+
+def test_one_launched_arm_and_one_running_is_an_error(tmp_path):
+    (tmp_path / "s.spec").write_text(
+        'server "live" {\n  url   = "http://h:8000"\n  model = "m"\n}\n\n'
+        'server "mine" {\n  engine = "vllm"\n  model  = "m"\n}\n\nstack "s" {}\n\nworkload "w" {}\n\n'
+        'experiment "live" {\n  server   = server.live\n  workload = workload.w\n}\n\n'
+        'experiment "mine" {\n  stack    = stack.s\n  server   = server.mine\n  workload = workload.w\n'
+        '  baseline = experiment.live\n}\n')
+    out = run(tmp_path, "validate", "s.spec")
+    assert out.returncode == 1
+    assert "s.spec:24:14: error: A paired comparison needs both arms launched or both already running" in out.stderr

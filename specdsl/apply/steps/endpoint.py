@@ -196,8 +196,17 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     try:
         if workload.warmup > 0:  # once per server: there is no launch to warm up after
             for letter in (BASELINE, CANDIDATE):
+                server = arms[letter]
                 ctx.progress(f"arm {letter} ({names[letter]}): warming up, {workload.warmup} requests")
-                measure(letter, 0, f"warmup-{letter}", attrs.evolve(w_run, warmup=workload.warmup, runs=1))
+                w_warm = attrs.evolve(w_run, warmup=workload.warmup)
+                try:
+                    with _api_key(server.api_key):
+                        bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
+                                      quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, walk.spec_dir),
+                                      stop=ctx.stop)
+                except bench.BenchError as exc:
+                    raise StepFailed(f"arm {letter}, existing server at {shown(server.url)}: warm-up: "
+                                     f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
         i = len(pairs)
         while i < first or (i < budget and decide_more(doc())):
             blocks = []
