@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import attrs
 import requests
@@ -181,6 +181,18 @@ def _number(text: str) -> Any:
 
 
 def base_url(server) -> str:
-    """The URL requests go to (credentials kept: the client sends them)."""
-    parts = urlsplit(server.url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+    """The URL requests go to, without credentials (`authorization` sends them)."""
+    return shown(server.url).rstrip("/")
+
+
+def authorization(server) -> str | None:
+    """The `Authorization` header's value for `server`: `Bearer KEY`, or
+    basic auth of its URL's credentials; None: neither."""
+    import base64
+
+    if server.api_key:
+        return f"Bearer {server.api_key}"
+    _, auth = split_credentials(server.url)
+    if auth is None:
+        return None
+    return "Basic " + base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()

@@ -181,6 +181,8 @@ def test_an_unreachable_server(tmp_path):
     doc = json.loads(run(tmp_path, "plan", "prod.spec", "--json").stdout)
     assert next(c for c in doc["changes"] if c["addr"] == "benchmark.prod")["endpoint"]["refresh_error"] == \
         "does not answer: connection refused"
+    offline = run(tmp_path, "plan", "prod.spec", "--no-refresh")
+    assert "nothing is launched or stopped (not asked: --no-refresh)" in offline.stdout
     applied = run(tmp_path, "apply", "prod.spec", "--yes")
     assert applied.returncode == 5, applied.stdout + applied.stderr
     assert f"existing server: http://127.0.0.1:{port} does not answer: connection refused" in applied.stdout + applied.stderr
@@ -195,6 +197,22 @@ def test_a_refused_key_fails_the_step_and_is_not_said(tmp_path):
         assert applied.returncode == 5
         assert "refused the request (401): check `api_key`" in applied.stdout + applied.stderr
         assert KEY not in applied.stdout + applied.stderr + written(tmp_path)
+    finally:
+        double.stop()
+
+
+def test_credentials_in_the_url_are_sent_and_never_written(tmp_path):
+    password = "pw-in-the-url-91c2"
+    double = Double(tmp_path, key="")
+    try:
+        spec = SPEC.replace('variable "prod_key" { sensitive = true }\n\n', "").replace("  api_key = var.prod_key\n", "")
+        (tmp_path / "prod.spec").write_text(spec.replace("http://127.0.0.1:PORT", f"http://bench:{password}@127.0.0.1:{double.port}"))
+        plan = run(tmp_path, "plan", "prod.spec")
+        assert f"existing server at http://127.0.0.1:{double.port}: nothing is launched" in plan.stdout
+        applied = run(tmp_path, "apply", "prod.spec", "--yes")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        for text in (plan.stdout, plan.stderr, applied.stdout, applied.stderr, written(tmp_path)):
+            assert password not in text
     finally:
         double.stop()
 

@@ -29,7 +29,7 @@ from specdsl.hosts import Cancelled
 from specdsl.model.endpoint import identity_changes, recorded_identity, shown
 from specdsl.servers.endpoint import EndpointError, base_url, probe
 
-_KEY_LOCK = threading.Lock()  # the client reads its bearer token from OPENAI_API_KEY (bench.client.request_headers)
+_KEY_LOCK = threading.Lock()  # the client reads its Authorization header from the environment (bench.client.request_headers)
 
 
 def run(ctx: StepContext) -> Outcome:
@@ -57,7 +57,7 @@ def run(ctx: StepContext) -> Outcome:
     adapter = servers.adapter_for(engine) if engine in ("sglang", "vllm", "transformers") else servers.adapter_for("command")
     tokenizer = tokenizer_for(workload, server.model, walk.spec_dir)
     try:
-        with _api_key(server.api_key):
+        with _api_key(server):
             result = bench.run_benchmark(workload, base_url(server), server.model, folder, quirks=adapter.quirks,
                                          tokenizer=tokenizer, progress=ctx.progress, stop=ctx.stop,
                                          server=adapter.server_side(), first_run=len(prior))
@@ -93,25 +93,33 @@ def _secrets(server) -> list[str]:
 
 
 class _api_key:
-    """OPENAI_API_KEY set to `key` while the client runs (its worker
-    processes inherit it), then put back; one endpoint run at a time sets it."""
+    """The client's `Authorization` header (bench.client.AUTHORIZATION_ENV)
+    set for `server` while the client runs (its worker processes inherit
+    it), then put back; one endpoint run at a time sets it. Its URL's
+    credentials go there too: no URL the client records holds them."""
 
-    def __init__(self, key: str | None) -> None:
-        self.key = key
+    def __init__(self, server) -> None:
+        from specdsl.servers.endpoint import authorization
+
+        self.value = authorization(server)
 
     def __enter__(self):
-        if self.key:
+        from specdsl.bench.client import AUTHORIZATION_ENV
+
+        if self.value:
             _KEY_LOCK.acquire()
-            self.before = os.environ.get("OPENAI_API_KEY")
-            os.environ["OPENAI_API_KEY"] = self.key
+            self.before = os.environ.get(AUTHORIZATION_ENV)
+            os.environ[AUTHORIZATION_ENV] = self.value
         return self
 
     def __exit__(self, *exc):
-        if self.key:
+        from specdsl.bench.client import AUTHORIZATION_ENV
+
+        if self.value:
             if self.before is None:
-                os.environ.pop("OPENAI_API_KEY", None)
+                os.environ.pop(AUTHORIZATION_ENV, None)
             else:
-                os.environ["OPENAI_API_KEY"] = self.before
+                os.environ[AUTHORIZATION_ENV] = self.before
             _KEY_LOCK.release()
 
 
@@ -183,7 +191,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
         tokenizer = tokenizer_for(wl, server.model, walk.spec_dir)
         say = lambda m: ctx.progress(f"pair {i + 1} arm {letter} ({names[letter]}): {m}")  # noqa: E731
         try:
-            with _api_key(server.api_key):
+            with _api_key(server):
                 result = bench.run_benchmark(wl, base_url(server), server.model, folder / sub,
                                              quirks=adapters[letter].quirks, tokenizer=tokenizer, progress=say,
                                              stop=ctx.stop, server=adapters[letter].server_side(), first_run=i)
@@ -200,7 +208,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
                 ctx.progress(f"arm {letter} ({names[letter]}): warming up, {workload.warmup} requests")
                 w_warm = attrs.evolve(w_run, warmup=workload.warmup)
                 try:
-                    with _api_key(server.api_key):
+                    with _api_key(server):
                         bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
                                       quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, walk.spec_dir),
                                       stop=ctx.stop)
