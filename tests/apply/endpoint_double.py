@@ -3,7 +3,7 @@ endpoint looks from outside (stdlib only; not an LLM). A test starts it
 itself, outside specdsl, and points a spec's `url` at it.
 
     python endpoint_double.py --port-file FILE [--model M] [--version V] [--max-model-len N]
-        [--api-key KEY] [--ttft-ms 5] [--itl-ms 1] [--log FILE]
+        [--api-key KEY] [--ttft-ms 5] [--itl-ms 1] [--log FILE] [--engine vllm|sglang]
 
 GET /v1/models lists the model with `root` and `max_model_len` (vLLM's
 fields), /version answers {"version": V}, /metrics has
@@ -11,7 +11,10 @@ fields), /version answers {"version": V}, /metrics has
 enable_prefix_caching True) and a request counter, /health 200. POST
 /v1/completions and /v1/chat/completions stream `max_tokens` tokens as
 OpenAI SSE chunks (the first after TTFT, then one every ITL), then a usage
-chunk and `data: [DONE]`. With --api-key every request without
+chunk and `data: [DONE]`. With `--engine sglang` it looks like SGLang
+instead: /server_info answers its settings (model_path, tp_size,
+attention_backend, version, context_length, api_key) and /version and
+/metrics are not there. With --api-key every request without
 `Authorization: Bearer KEY` is refused (401). The port it listens on
 (0: the system's choice) is written to --port-file; every request line
 (method, path, whether it carried the key) is appended to --log, so a test
@@ -71,6 +74,13 @@ class Handler(BaseHTTPRequestHandler):
         elif self.path == "/v1/models":
             model = {"id": ARGS.model, "object": "model", "root": ARGS.model, "max_model_len": ARGS.max_model_len}
             self._plain(200, json.dumps({"object": "list", "data": [model]}).encode())
+        elif self.path == "/server_info" and ARGS.engine == "sglang":
+            info = {"model_path": ARGS.model, "tp_size": 1, "attention_backend": "flashinfer", "version": ARGS.version,
+                    "context_length": ARGS.max_model_len, "api_key": ARGS.api_key or None,
+                    "internal_states": [{"avg_spec_accept_length": 1.0}]}
+            self._plain(200, json.dumps(info).encode())
+        elif ARGS.engine == "sglang" and self.path in ("/version", "/metrics"):
+            self._plain(404, b"{}")
         elif self.path == "/version":
             self._plain(200, json.dumps({"version": ARGS.version}).encode())
         elif self.path == "/metrics":
@@ -122,6 +132,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--ttft-ms", type=float, default=5.0)
     p.add_argument("--itl-ms", type=float, default=1.0)
     p.add_argument("--log", default="")
+    p.add_argument("--engine", default="vllm", choices=("vllm", "sglang"))
     ARGS = p.parse_args(argv)
     ThreadingHTTPServer.daemon_threads = True
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)

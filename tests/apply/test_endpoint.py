@@ -56,7 +56,7 @@ class Double:
     time, stopped by its group."""
 
     def __init__(self, folder: Path, port: int = 0, version: str = "0.11.0", key: str = KEY, itl_ms: float = 1.0,
-                 name: str = "requests") -> None:
+                 name: str = "requests", engine: str = "vllm") -> None:
         self.folder = folder
         self.port_file = folder / f"port-{time.monotonic_ns()}"
         self.log = folder / f"{name}.log"
@@ -64,7 +64,7 @@ class Double:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", f"{limits}; import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')",
              str(DOUBLE), "--port", str(port), "--port-file", str(self.port_file), "--version", version,
-             "--api-key", key, "--log", str(self.log), "--itl-ms", str(itl_ms), "--ttft-ms", "20"],
+             "--api-key", key, "--log", str(self.log), "--itl-ms", str(itl_ms), "--ttft-ms", "20", "--engine", engine],
             start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 20
         while not self.port_file.exists():
@@ -331,3 +331,20 @@ def test_one_launched_arm_and_one_running_is_an_error(tmp_path):
     out = run(tmp_path, "validate", "s.spec")
     assert out.returncode == 1
     assert "s.spec:24:14: error: A paired comparison needs both arms launched or both already running" in out.stderr
+
+
+def test_what_an_sglang_server_reports(tmp_path):
+    double = Double(tmp_path, engine="sglang", version="0.5.9")
+    try:
+        spec = SPEC.replace('assert "ctx"   { effective.max_model_len == 2048 }\n  assert "block" { effective.block_size == 16 }',
+                            'assert "backend" { effective.attention_backend == "flashinfer" }\n'
+                            '  assert "tp" { effective.tp_size == 1 }')
+        (tmp_path / "prod.spec").write_text(spec.replace("PORT", str(double.port)))
+        plan = run(tmp_path, "plan", "prod.spec")
+        assert "it reports sglang 0.5.9, model tiny, max_model_len 2048" in plan.stdout, plan.stdout + plan.stderr
+        applied = run(tmp_path, "apply", "prod.spec", "--yes")
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert "checks: 2 passed" in applied.stdout
+        assert KEY not in written(tmp_path)  # /server_info reports the server's api_key: removed
+    finally:
+        double.stop()
