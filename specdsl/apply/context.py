@@ -79,7 +79,7 @@ class Walk:
         self._changes = {c.addr: c for c in self.plan.changes}
         order = {c.addr: i for i, c in enumerate(self.plan.changes)}
         for addr, step in self.graph.steps.items():
-            if step.kind == "benchmark":
+            if step.kind == "benchmark" and step.deps:  # a server already running has no launch before it
                 self._benchmarks.setdefault(step.deps[0], []).append(addr)
             elif step.kind == "teardown":
                 self._teardowns[step.payload["launch"]] = addr

@@ -180,11 +180,20 @@ def make_session(limit: int) -> aiohttp.ClientSession:
     )
 
 
+AUTHORIZATION_ENV = "SPECDSL_CLIENT_AUTHORIZATION"
+
+
 def request_headers() -> dict[str, str]:
-    """JSON content type, and a bearer token when OPENAI_API_KEY is set."""
+    """JSON content type, and the `Authorization` header: the whole value
+    in SPECDSL_CLIENT_AUTHORIZATION (what apply sets for a server already
+    running: its key, or its URL's credentials, so that no URL the client
+    records holds them), else a bearer token when OPENAI_API_KEY is set."""
     headers = {"Content-Type": "application/json"}
+    given = os.environ.get(AUTHORIZATION_ENV)
     api_key = os.environ.get("OPENAI_API_KEY")
-    if api_key:
+    if given:
+        headers["Authorization"] = given
+    elif api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     return headers
 

@@ -78,7 +78,9 @@ def cmd_calibrate(args) -> int:
             state = load_state(state_dir)
             planned = plan_config(aa, args.file, state, digest=loaded.digest, rerun=True, targets=(cand,))
             graph, plan = planned.graph, planned.plan
-            print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, two fresh launches a pair).", file=sys.stderr)
+            unit = ("one run of each arm a pair, ABBA, on the server already running at its `url`" if exp.server.existing
+                    else "two fresh launches a pair")
+            print(f"Calibrating {exp.name}: {args.pairs} A/A pairs (the experiment against itself, {unit}).", file=sys.stderr)
             if not confirm(args, "calibrate runs servers", f"Run {args.pairs} A/A pairs?", "Calibrate cancelled."):
                 return Exit.ERROR
             measured = {}

@@ -393,6 +393,9 @@ def _with_arms(work: _Work):
 
 def preflight(work: _Work) -> None:
     for exp in work.cfg.experiments:
+        if exp.server.existing:
+            _cells(work).setdefault(exp.name, {})  # nothing is started for a server already running: no host to check
+            continue
         content, identity = _identified(work, "preflight", "", exp.host, lambda: {"host": _content_host(exp.host)})
         addr = _name(work, "preflight", exp.host.name, identity, exp.name)
         _add(work, Step(addr, "preflight", identity, content, host=exp.host.name, experiments=(exp.name,), payload={"host": exp.host}))
@@ -401,6 +404,8 @@ def preflight(work: _Work) -> None:
 
 def provision(work: _Work) -> None:
     for exp, users_ in _with_arms(work):
+        if exp.server.existing:
+            continue  # nothing to provision: the server is already running
         if exp.name not in _cells(work):  # a track arm: on its candidates' host
             _cells(work)[exp.name] = {"preflight": _cells(work)[users_[0]]["preflight"]}
         pre = work.graph.steps[_cells(work)[exp.name]["preflight"]]
@@ -429,6 +434,8 @@ def paired_with(cfg: config.Config, exp: config.Experiment, arms: dict | None = 
     base = next((e for e in cfg.experiments if e.name == exp.baseline.name), None)
     if base is None or not config.measured_beside(exp, base):
         return None
+    if exp.server.existing != base.server.existing:
+        return None  # one launched, one running: an error at validate (validate/endpoint.py)
     return base
 
 
@@ -438,7 +445,7 @@ def _launch_content(prov: Step, server: config.Server) -> dict:
 
 def launch(work: _Work) -> None:
     for exp in work.cfg.experiments:
-        if paired_with(work.cfg, exp, work.arms) is not None or exp.name in work.arm_only:
+        if paired_with(work.cfg, exp, work.arms) is not None or exp.name in work.arm_only or exp.server.existing:
             continue  # its (or its candidate's) paired benchmark starts both arms' servers itself, alternately
         prov = work.graph.steps[_cells(work)[exp.name]["provision"]]
         content, identity = _identified(work, "launch", prov.identity, exp.server,
@@ -535,6 +542,9 @@ def benchmark(work: _Work) -> None:
             continue
         if exp.name in work.arm_only:
             continue  # measured as its candidates' arm (below)
+        if exp.server.existing:
+            _existing_benchmark(work, exp)
+            continue
         lau = work.graph.steps[_cells(work)[exp.name]["launch"]]
         workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
         content = _with_dataset_digest(work, exp.workload, {"launch": lau.identity, "workload": workload})
@@ -551,6 +561,62 @@ def benchmark(work: _Work) -> None:
         _cells(work)[name]["benchmark"] = _cells(work)[reader]["benchmark"]
 
 
+def endpoint_content(server: config.Server) -> dict:
+    """What a server already running is, as the spec knows it: its URL
+    without credentials (an `api_key` changes nothing measured, and is not
+    here), the engine given (None: read from it) and the model. What it
+    reports of itself (version, model, max_model_len) is recorded with its
+    results and compared at plan (plan.diff), not part of the identity."""
+    from specdsl.model.endpoint import shown
+
+    return {"url": shown(server.url), "engine": server.engine or None, "model": server.model}
+
+
+def _existing_benchmark(work: _Work, exp: config.Experiment) -> None:
+    """`benchmark.E` of a server already running at its `url`: no
+    provision, launch or teardown before or after it; its identity is the
+    endpoint, the workload and the request."""
+    workload, text = _canonical_once(work, "workload", exp.workload, lambda: _content_workload(exp.workload))
+    content = _with_dataset_digest(work, exp.workload, {"endpoint": endpoint_content(exp.server), "workload": workload})
+    texts = {"workload": text}
+    request = _request_once(work, exp.server, exp.workload)
+    if request is not None:
+        content["request"], texts["request"] = request
+    content = secrets.hide(content, work.cfg.sensitive)
+    identity = step_digest("benchmark", content, texts)
+    addr = f"benchmark.{exp.name}"
+    _add(work, Step(addr, "benchmark", identity, content, (), host=exp.host.name, experiments=(exp.name,),
+                    payload={"experiment": exp, "endpoint": exp.server}))
+    _cells(work)[exp.name]["benchmark"] = addr
+
+
+ENDPOINT_PAIR_DESIGN = "endpoint-runs"
+
+
+def _existing_pair(work: _Work, exp: config.Experiment, base: config.Experiment) -> None:
+    """`benchmark.E` of a candidate and its baseline that are both servers
+    already running: no launch to repeat, so the run is the unit; one run
+    of each arm a pair, alternating ABBA (apply/steps/endpoint.py). Its
+    identity covers both endpoints and the workload."""
+    workload = _content_workload(exp.workload, paired=True)
+    for key in ("max_runs", "block"):
+        workload.pop(key, None)
+    content = _with_dataset_digest(work, exp.workload, {
+        "arms": {"baseline": {"endpoint": endpoint_content(base.server)}, "candidate": {"endpoint": endpoint_content(exp.server)}},
+        "workload": workload, "design": ENDPOINT_PAIR_DESIGN})
+    requests = {arm: _request_once(work, server, exp.workload) for arm, server in (("baseline", base.server), ("candidate", exp.server))}
+    if requests["candidate"] is not None:
+        content["request"] = {arm: request[0] for arm, request in requests.items()}
+    content = secrets.hide(content, work.cfg.sensitive)
+    identity = digest(["benchmark", content])
+    addr = f"benchmark.{exp.name}"
+    # one run of each arm a pair, whatever `block` says (its launches are none)
+    measured = attrs.evolve(exp, workload=attrs.evolve(exp.workload, block=1))
+    _add(work, Step(addr, "benchmark", identity, content, (), host=exp.host.name, experiments=(exp.name,),
+                    payload={"experiment": measured, "paired": base, "host": exp.host, "endpoint": exp.server}))
+    _cells(work)[exp.name]["benchmark"] = addr
+
+
 def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experiment) -> None:
     """`benchmark.E` of a paired experiment: both arms (the baseline's server
     and the candidate's), launched alternately (ABBA BAAB ...) by the step
@@ -560,6 +626,9 @@ def _paired_benchmark(work: _Work, exp: config.Experiment, base: config.Experime
     measures (its prefix cache turned off for `prefix_cache = "off"`)."""
     from specdsl.model.prefix_cache import server_for
 
+    if exp.server.existing:
+        _existing_pair(work, exp, base)
+        return
     measured = server_for(base.server, exp.workload, base.stack)
     if measured is not base.server:
         base = attrs.evolve(base, server=measured)

@@ -157,7 +157,19 @@ class Server:
     command: tuple[str, ...] = ()
     ready_url: str | None = None
     gpus: int | None = None
+    # A server that is already running (`url = "http://host:8000"`): nothing
+    # is provisioned, launched or stopped; the benchmark reaches it at `url`
+    # (docs/language.md, "A server that is already running"). `engine` may
+    # then be "" (read from what the server reports). `api_key` is sent as
+    # `Authorization: Bearer KEY`; sensitive, never in an identity.
+    url: str | None = attrs.field(default=None, metadata={"omit_none": True})
+    api_key: str | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
+
+    @property
+    def existing(self) -> bool:
+        """Whether this server is one already running (`url`), not launched."""
+        return self.url is not None
 
 
 @attrs.frozen

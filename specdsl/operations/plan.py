@@ -136,6 +136,9 @@ def plan_spec(cfg, spec: str, state, state_dir: Path, *, digest: str, variables:
                 fresh = exc.fresh  # nothing recorded there: nothing to check, its environments are to be made
                 refresh_errors = tuple({"kind": "unreachable", "host": h, "detail": c} for h, c in zip(exc.hosts, exc.causes))
 
+    if refresh:
+        fresh = attrs.evolve(fresh, endpoints=ask_endpoints(graph))
+
     def planned(durations=None):
         return make_plan(graph, state, fresh, spec=spec, spec_digest=digest, variables=variables, rerun=rerun,
                          targets=tuple(targets), more=more, durations=durations, max_launches=max_launches,
@@ -152,6 +155,34 @@ def plan_spec(cfg, spec: str, state, state_dir: Path, *, digest: str, variables:
         plan = planned(recorded_durations(state, state_dir, graph, wanted_costs))
     problems = dataset_problems(graph, plan, Path(spec).parent)
     return Planned(graph, plan, problems, refresh_errors)
+
+
+def ask_endpoints(graph) -> tuple:
+    """Each server already running (`url`) that a benchmark of the graph
+    measures, asked what it is now (servers.endpoint.probe): (url shown,
+    identity, "") or (url shown, None, why it did not answer). Nothing is
+    launched; a server that does not answer leaves the spec valid and the
+    plan says so."""
+    servers = {}
+    for step in graph.steps.values():
+        if step.kind == "benchmark" and "endpoint" in step.payload:
+            if "paired" in step.payload:  # both arms servers already running
+                servers.setdefault(step.content["arms"]["baseline"]["endpoint"]["url"], step.payload["paired"].server)
+                servers.setdefault(step.content["arms"]["candidate"]["endpoint"]["url"], step.payload["experiment"].server)
+            else:
+                servers.setdefault(step.content["endpoint"]["url"], step.payload["endpoint"])
+    if not servers:
+        return ()
+    from specdsl.servers.endpoint import EndpointError, probe
+
+    out = []
+    for url, server in sorted(servers.items()):
+        try:
+            out.append((url, probe(server).identity, ""))
+        except EndpointError as exc:
+            text = str(exc)
+            out.append((url, None, text[len(url) + 1:] if text.startswith(url + " ") else text))
+    return tuple(out)
 
 
 def _recorded_hosts(state, names: dict) -> set[str]:

@@ -294,7 +294,7 @@ def own_fit(step, state, durations, *, done: int, most: int) -> int:
     plan reads no result folder for their wall time; apply does)."""
     workload = step.payload["experiment"].workload
     limit = limit_of(workload)
-    if not limit.any:
+    if not limit.any or "endpoint" in step.payload:  # servers already running: no launch to budget
         return max(done, most)
     a, b = arm_costs(step, state, durations)
     pair_s = a.seconds + b.seconds
@@ -313,7 +313,7 @@ def plan_worsts(graph, costs, state, durations, run_counts: dict, results: dict,
     worsts = []
     for cost in costs:
         step = graph.steps[cost.addr]
-        if "paired" not in step.payload:
+        if "paired" not in step.payload or "endpoint" in step.payload:  # servers already running: no launches
             continue
         recorded = None if rerun else run_counts.get(results.get(step.identity))
         a, b = arm_costs(step, state, durations)
@@ -328,7 +328,7 @@ def budget_advice(undecided, step, state, durations):
     """An undecided verdict (specdsl.plan.cost.Undecided) whose comparison
     has reached its own budget: its advice says so first (going on needs a
     raised budget, not only an apply)."""
-    if "paired" not in step.payload or undecided.pairs is None:
+    if "paired" not in step.payload or "endpoint" in step.payload or undecided.pairs is None:
         return undecided
     workload = step.payload["experiment"].workload
     limit = limit_of(workload)

@@ -67,6 +67,14 @@ def arm_launch_identity(content: dict, arm: str) -> str:
     return digest(["launch", content["arms"][arm]])
 
 
+def server_key(content: dict) -> str:
+    """What a plain benchmark's runs are made on: its launch's identity, or,
+    for a server already running (`url`), its endpoint's digest."""
+    if "launch" in content:
+        return content["launch"]
+    return digest(["endpoint", content.get("endpoint")])
+
+
 def run_key(launch_identity: str, content: dict, arm: str | None = None) -> str:
     """What makes runs comparable in duration: the server (its launch
     identity) and what the benchmark asks of it (workload, dataset, request)."""
@@ -251,7 +259,7 @@ def plain_cost(addr: str, content: dict, workload, *, runs: int, launch: str | N
     launch step, whose identity is `launch` when this benchmark starts it
     (None: the server is up, or another benchmark's cost counts its launch)."""
     # no recorded run at all (a first plan): no key to make (a digest a benchmark)
-    run_s = durations.run_s.get(run_key(content["launch"], content)) if durations.run_s else None
+    run_s = durations.run_s.get(run_key(server_key(content), content)) if durations.run_s else None
     launch_s = durations.launch_s.get(launch) if launch is not None else 0.0
     missing = []
     if launch_s is None:

@@ -208,6 +208,7 @@ def make_plan(
     for addr in decide:
         step = graph.steps[addr]
         kind = step.kind
+        endpoint = None
         prior, fields = changed_fields(step)
         reason = describe(fields, upstream_names(step))
         if kind == "benchmark":
@@ -230,12 +231,18 @@ def make_plan(
                     reason = "no results recorded yet"
             else:
                 action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
-            if action is Action.RUN and "paired" in step.payload:
+            if action is Action.RUN and "paired" in step.payload and "endpoint" in step.payload:
+                reason += "" if addr in going_on else "; " + endpoint_pairs_text(step, state)
+            elif action is Action.RUN and "paired" in step.payload:
                 reason += "" if addr in going_on else "; " + paired_cost(step, state, shared.get(addr, ()))
                 gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
                 reason += f"; both arms on {gpus}" if gpus else ""
             if action is Action.RUN and step.payload["experiment"].workload.command:
                 reason += "; runs " + command_preview(step.payload["experiment"])
+            if "endpoint" in step.payload:
+                action, reason, endpoint = _existing(step, action, reason, refresh, state, results, rerun)
+                if action is Action.RUN:
+                    bench_runs.add(addr)
         elif kind == "launch":
             needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
             alive = step.identity in refresh.servers
@@ -300,7 +307,8 @@ def make_plan(
             else:
                 action, reason = Action.REUSE, "nothing running"
         actions[addr] = action
-        changes[addr] = Change(addr, kind, action, reason, step.identity, fields, step.deps, step.after, step.experiments, step.host)
+        changes[addr] = Change(addr, kind, action, reason, step.identity, fields, step.deps, step.after, step.experiments, step.host,
+                               endpoint=endpoint if kind == "benchmark" and "endpoint" in step.payload else None)
 
     # promotions of one track are decided together: two candidates that
     # would pass on recorded verdicts alone are held, as apply would hold them
@@ -369,7 +377,7 @@ def shared_blocks(graph: Graph, fresh: list[str], state=None) -> dict[str, tuple
     keys = {}
     for addr in fresh:
         step = graph.steps[addr]
-        if "paired" in step.payload:
+        if "paired" in step.payload and "endpoint" not in step.payload:  # servers already running share nothing
             exp = step.payload["experiment"]
             keys[addr] = share_key(step, step.payload["host"].name, block_of(exp.workload, state, exp.name))
     return sharing_groups(keys)
@@ -384,8 +392,8 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
     calibrated suggestion when the workload declares none). A benchmark
     that shares its baseline's launches with one before it in `shared`
     counts only its candidate's launches and runs for the pairs they share."""
+    from specdsl.plan.cost import Cost, plain_cost
     from specdsl.plan.cost import paired_cost as cost_of_pairs
-    from specdsl.plan.cost import plain_cost
 
     out, launched, said = [], set(), set()  # said: (host, environment) whose cold first launch a cost names
     for addr in running:
@@ -398,12 +406,22 @@ def _costs(graph: Graph, running: list[str], more_runs: dict, actions: dict, dur
             out.append(cold(cost_of_pairs(addr, step.content, workload, done=have, first=1, most=budget, durations=durations,
                                           block=block), graph, step, durations, said))
             continue
+        if "paired" in step.payload and "endpoint" in step.payload:  # runs alternate on two running servers: no launch
+            first = (want - have) if want is not None else first_pairs(workload, block=1)
+            most = max_runs(workload, 1)
+            out.append(Cost(addr, 2 * first, 2 * most, 0, 0, first, most, None, None,
+                            "no recorded run of this workload on these servers"))
+            continue
         if "paired" in step.payload:
             first = (want - have) if want is not None else first_pairs(workload, block=block)
             group = (shared or {}).get(addr, ())
             out.append(cold(cost_of_pairs(addr, step.content, workload, done=have, first=first, most=max_runs(workload, block),
                                           durations=durations, block=block,
                                           shares_with=group[0] if group and group[0] != addr else None), graph, step, durations, said))
+            continue
+        if "endpoint" in step.payload:  # a server already running: no launch to count
+            runs = (want - have) if want is not None else workload.runs
+            out.append(plain_cost(addr, step.content, workload, runs=runs, launch=None, durations=durations))
             continue
         launch = step.deps[0]
         starts = actions.get(launch) in (Action.CREATE, Action.REPLACE) and launch not in launched
@@ -627,6 +645,62 @@ def _promote_actions(graph: Graph, candidacy: dict[str, tuple[str, str]]) -> dic
             else:
                 out[addr] = (Action.PROMOTE, reason)
     return out
+
+
+def _existing(step, action: Action, reason: str, refresh: Refresh, state, results: dict, rerun: bool):
+    """(action, reason, endpoint) of the benchmark of a server already
+    running (`url`): said in words (nothing is launched or stopped); a
+    recorded result whose server now reports another identity (engine,
+    version, model, max_model_len) than it was recorded against no longer
+    matches, and runs again; a server refresh could not reach is said (the
+    spec stays valid; apply fails that step)."""
+    from specdsl.model.endpoint import identity_changes, identity_text, recorded_identity
+
+    from specdsl.model.endpoint import BASELINE_PREFIX, EFFECTIVE_PREFIX
+
+    if "arms" in step.content:  # both arms servers already running
+        arms = [(BASELINE_PREFIX, "baseline", step.content["arms"]["baseline"]["endpoint"]["url"]),
+                (EFFECTIVE_PREFIX, "candidate", step.content["arms"]["candidate"]["endpoint"]["url"])]
+    else:
+        arms = [(EFFECTIVE_PREFIX, None, step.content["endpoint"]["url"])]
+    run_id = results.get(step.identity)
+    run = state.run(run_id) if state is not None and run_id is not None else None
+    endpoints, notes, changed = [], [], []
+    for prefix, arm, url in arms:
+        asked = refresh.endpoint(url)
+        endpoint: dict = {"url": url, "launched": False} | ({"arm": arm} if arm else {})
+        note = f"existing server at {url}" + (f" ({arm})" if arm else "") + ": nothing is launched or stopped"
+        if asked is None:
+            note += " (not asked: --no-refresh)"
+        else:
+            identity, error = asked
+            if error:
+                endpoint["refresh_error"] = error
+                note += f"; refresh: it {error} (the spec is valid; apply fails this step unless the server answers then)"
+            else:
+                endpoint["reported"] = identity
+                note += f"; it reports {identity_text(identity)}"
+                recorded = recorded_identity(run.effective, prefix) if run is not None and run.effective else {}
+                if recorded and identity_changes(recorded, identity):
+                    changed.append(f"the server at {url} now reports " + ", ".join(identity_changes(recorded, identity)))
+        endpoints.append(endpoint)
+        notes.append(note)
+    if changed and action is Action.REUSE and not rerun:
+        action = Action.RUN
+        reason = f"the recorded result (run {run_id}) no longer matches: " + "; ".join(changed)
+    return action, f"{reason}; " + "; ".join(notes), endpoints[0] if len(endpoints) == 1 else {"arms": endpoints}
+
+
+def endpoint_pairs_text(step, state=None) -> str:
+    """The plan's words for a comparison of two servers already running:
+    the run is the unit (no launch to repeat), one run of each arm a pair,
+    in ABBA order."""
+    workload = step.payload["experiment"].workload
+    pairs = first_pairs(workload, block=1)
+    against = step.payload["paired"].name
+    return (f"paired with {against}, both servers already running: runs alternate ABBA (no launch: the run is the "
+            f"unit), {pairs} pair{'s' if pairs != 1 else ''} of runs to the first look, {2 * pairs} runs, "
+            f"at most {max_runs(workload, 1)} pairs")
 
 
 def _stack_summary(step) -> str:

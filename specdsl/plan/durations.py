@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specdsl.plan.cost import Durations, arm_launch_identity, model_key, model_run_key, run_key
+from specdsl.plan.cost import Durations, arm_launch_identity, model_key, model_run_key, run_key, server_key
 
 LAUNCH_S = "launch_s"
 _ARMS = {"A": "baseline", "B": "candidate"}
@@ -100,7 +100,8 @@ def _keys(content: dict) -> set[str]:
             models = {model_key(content["arms"][arm]) for arm in _ARMS.values()}
             models |= {model_run_key(content["arms"][arm], content, arm) for arm in _ARMS.values()}
             return set(ids.values()) | {run_key(i, content, arm) for arm, i in ids.items()} | models
-        return {content["launch"], run_key(content["launch"], content)}
+        key = server_key(content)
+        return {key, run_key(key, content)}
     except (KeyError, TypeError):
         return set()
 
@@ -150,8 +151,8 @@ def _read(doc: dict, content: dict, launches: dict, runs: dict, by_model: tuple[
                         runs.setdefault(key, []).append(seconds)
                         by_model[1].setdefault(same_model, []).append(seconds)
         return
-    if "launch" in content:
-        key = run_key(content["launch"], content)
+    if "launch" in content or "endpoint" in content:
+        key = run_key(server_key(content), content)
         for r in doc.get("runs", ()):
             seconds = _seconds(r)
             if seconds is not None:

@@ -60,6 +60,9 @@ class Change:
     after: tuple[str, ...] = ()
     experiments: tuple[str, ...] = ()
     host: str = "local"
+    # a benchmark of a server already running (`url`): {"url", "launched":
+    # False, "reported": what refresh heard it say, or "refresh_error"}
+    endpoint: Any = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -131,6 +134,17 @@ class Refresh:
     environments: frozenset[str] = frozenset()
     servers: frozenset[str] = frozenset()
     drift: tuple[str, ...] = ()
+    # servers already running (`url`), asked what they are: (url shown,
+    # identity dict or None, the error when it did not answer); empty with
+    # --no-refresh (what state records is taken as true)
+    endpoints: tuple = ()
+
+    def endpoint(self, url: str) -> tuple[dict | None, str] | None:
+        """(identity, error) refresh got from the server at `url`, or None when not asked."""
+        for shown, identity, error in self.endpoints:
+            if shown == url:
+                return identity, error
+        return None
 
     @classmethod
     def from_state(cls, state) -> "Refresh":

@@ -46,6 +46,7 @@ def _body(plan: Plan) -> dict:
                 "host": c.host,
                 "fields": [{"path": f.path, "before": json.dumps(secrets.shown(f.before)),
                             "after": json.dumps(secrets.shown(f.after))} for f in c.fields],
+                **({"endpoint": json.dumps(c.endpoint, sort_keys=True)} if c.endpoint is not None else {}),
             }
             for c in plan.changes
         ],
@@ -153,6 +154,7 @@ def _from_body(doc: dict) -> Plan:
                 after=tuple(c["after"]),
                 experiments=tuple(c["experiments"]),
                 host=c["host"],
+                endpoint=json.loads(c["endpoint"]) if "endpoint" in c else None,
             )
         )
     from specdsl.plan.budget import ApplyWorst, Worst

@@ -132,6 +132,7 @@ def to_json(plan: Plan) -> dict:
                 "after": list(c.after),
                 "experiments": list(c.experiments),
                 "host": c.host,
+                **({"endpoint": c.endpoint} if c.endpoint is not None else {}),
                 **({"cost": costs[c.addr].as_json()} if c.addr in costs else {}),
                 **({"budget": worsts[c.addr].as_json()} if c.addr in worsts else {}),
             }

@@ -33,6 +33,8 @@ from specdsl.validate.promotion import check_promotion
 from specdsl.validate.slurm import check_experiments_on_slurm
 
 LOCAL_HOST = config.Host(name="local")
+# the stack of an experiment whose server is already running (`url`) and that names none: nothing is provisioned
+NO_STACK = config.Stack(name="(none)")
 TRACK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 MAX_CELLS = 10_000  # matrix cells of all experiments together: a small file can ask for millions
 _BLOCK_ATTRS = ("host", "stack", "server", "workload")
@@ -174,7 +176,8 @@ class _Resolver:
             if attr_name not in schema.EXPERIMENT_ATTRS:
                 hint = did_you_mean(attr_name, schema.EXPERIMENT_ATTRS) or "experiment attributes: " + ", ".join(schema.EXPERIMENT_ATTRS)
                 self.diags.append(Diagnostic.error(f"Unknown experiment attribute `{attr_name}`", item.name_span, hint))
-        missing = [a for a in ("stack", "server", "workload") if a not in attrs_]
+        # a server already running (`url`) needs no stack: nothing is provisioned
+        missing = [a for a in ("stack", "server", "workload") if a not in attrs_ and not (a == "stack" and self._existing(attrs_))]
         for attr_name in missing:
             self.diags.append(
                 Diagnostic.error(
@@ -225,7 +228,9 @@ class _Resolver:
                     user_metrics=user_metrics,
                     diags=self.diags,
                 )
-            if parts.get("server") is not None and parts.get("stack") is not None:
+            if parts.get("server") is not None and parts["server"].existing and "stack" not in parts:
+                parts["stack"] = NO_STACK
+            if parts.get("server") is not None and parts.get("stack") is not None and parts["server"].engine:
                 self.engine_checks(parts["server"], parts["stack"], raw.asserts)
             if missing or any(v is None for v in parts.values()):
                 continue
@@ -246,6 +251,23 @@ class _Resolver:
                 )
             )
         return out
+
+    def _existing(self, attrs_: dict) -> bool:
+        """Whether an experiment's `server` names (or overrides) a server
+        block with `url`: one already running, that needs no stack."""
+        item = attrs_.get("server")
+        if item is None:
+            return False
+        value = item.value
+        ref = getattr(value, "ref", value)  # an override: the block it changes
+        parts = getattr(ref, "parts", None)
+        if not parts or len(parts) != 2 or parts[0] != "server":
+            return False
+        raw = self.raw("server", parts[1])
+        if raw is None:
+            return False
+        body = getattr(value, "body", ()) or ()
+        return "url" in raw.values or any(getattr(i, "name", None) == "url" for i in body)
 
     def engine_checks(self, server: config.Server, stack: config.Stack, asserts) -> None:
         """The server's flags and the experiment's `effective.*` against the
@@ -426,6 +448,9 @@ class _Resolver:
         return v.value
 
     def cross_checks(self, experiments: list[config.Experiment]) -> None:
+        from specdsl.validate.endpoint import check_existing
+
+        check_existing(experiments, self.diags, self._attr_span)
         check_gpus(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
         check_prefix_cache(experiments, self.diags, self._workload_setting_span, lambda exp: self._attr_span(exp.group, "baseline"))
         check_experiments_on_slurm(experiments, self.diags, lambda exp: self._attr_span(exp.group, "server"))
@@ -531,7 +556,9 @@ def sensitive_values(objects) -> set[str]:
         out.update(secrets.mapping_secrets(getattr(obj, "args", ())))
         out.update(secrets.argv_secrets(getattr(obj, "command", ())))
         texts = [v for _, v in env] + [v for _, v in getattr(obj, "args", ()) if isinstance(v, str)]
-        for name in ("packages", "index", "find_links", "overrides", "model", "ready_url", "dataset"):
+        if getattr(obj, "api_key", None):
+            out.add(obj.api_key)  # a key, whatever its name or length
+        for name in ("packages", "index", "find_links", "overrides", "model", "ready_url", "dataset", "url"):
             value = getattr(obj, name, None)
             texts.extend(value if isinstance(value, tuple) else [value] if isinstance(value, str) else [])
         for text in texts:

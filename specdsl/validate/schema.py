@@ -55,7 +55,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "installer": Field(enum("uv", "pip", "prebuilt")),
     },
     "server": {
-        "engine": Field(enum(*ENGINES), required=True),
+        "engine": Field(enum(*ENGINES), doc="required, unless `url` names a server already running"),
         "model": Field(string, required=True),
         "args": Field(scalar_map),
         "env": Field(str_map),
@@ -65,6 +65,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "command": Field(command_list(SERVER_COMMAND)),
         "ready_url": Field(string),
         "gpus": Field(integer(0), doc="GPUs the server needs (default: read from its args, docs/gpus.md)"),
+        "url": Field(string, doc="a server already running there: benchmarked, never launched or stopped"),
+        "api_key": Field(string, doc="with `url`: sent as `Authorization: Bearer KEY` (sensitive)"),
     },
     "workload": {
         "dataset": Field(string),
@@ -149,7 +151,19 @@ def build_stack(name: str, values: dict, span) -> config.Stack:
     return config.Stack(name=name, span=span, **values)
 
 
+# What a server specdsl launches is made of: none of it means anything for
+# one that is already running at `url`.
+LAUNCH_FIELDS = ("args", "env", "port", "ready_timeout", "keep_running", "command", "ready_url", "gpus")
+
+
 def build_server(name: str, values: dict, span, spans: dict[str, Span | None], diags) -> config.Server | None:
+    if "url" in values or "api_key" in values:
+        return _existing_server(name, values, span, spans, diags)
+    if "engine" not in values:
+        diags.append(Diagnostic.error("Missing required attribute `engine` in server", span,
+                                      'add `engine = "vllm"` (or "sglang", "transformers", "command"), or `url = '
+                                      '"http://HOST:PORT"` for a server that is already running'))
+        return None
     server = config.Server(name=name, span=span, **values)
     if server.engine == "command":
         if not server.command:
@@ -179,6 +193,50 @@ def build_server(name: str, values: dict, span, spans: dict[str, Span | None], d
         )
         return None
     return server
+
+
+def _existing_server(name: str, values: dict, span, spans: dict, diags) -> config.Server | None:
+    """A server already running at `url` (docs/language.md): only `engine`
+    (optional: read from the server), `model` and `api_key` go with it; a
+    launch field, a malformed URL or an `api_key` without `url` is an error."""
+    from specdsl.model.endpoint import url_problem
+
+    ok = True
+    url = values.get("url")
+    if url is None:
+        diags.append(Diagnostic.error("`api_key` needs `url`", spans.get("api_key") or span,
+                                      "an API key is sent to a server that is already running, named by `url`; "
+                                      "a server specdsl launches takes its key in `args` (`api-key = var.key`)"))
+        return None
+    problem = url_problem(url)
+    if problem:
+        diags.append(Diagnostic.error(f"`url` is not a server's address: {problem}", spans.get("url") or span,
+                                      'write the base URL the server answers at, e.g. `url = "http://gpu8:8000"` '
+                                      '(no `/v1`: specdsl adds the API paths)'))
+        ok = False
+    from urllib.parse import urlsplit
+
+    if not problem and values.get("api_key") and urlsplit(url).username is not None:
+        diags.append(Diagnostic.error("`api_key` cannot go with credentials in `url`", spans.get("api_key") or span,
+                                      "both would be sent as the `Authorization` header: keep one (a key: "
+                                      "`Bearer KEY`; credentials in the URL: basic auth)"))
+        ok = False
+    for field in LAUNCH_FIELDS:
+        if field in values:
+            diags.append(Diagnostic.error(f"`{field}` cannot go with `url`", spans.get(field) or span,
+                                          f"`url` names a server that is already running: specdsl does not launch it, "
+                                          f"so `{field}` would never be used; leave out `{field}`, or leave out `url` "
+                                          "to have specdsl launch the server"))
+            ok = False
+    if values.get("engine") == "command":
+        diags.append(Diagnostic.error('`engine = "command"` cannot go with `url`', spans.get("engine") or span,
+                                      '"command" is how specdsl launches a server of your own; for one already '
+                                      'running leave `engine` out (read from the server) or name its engine'))
+        ok = False
+    if not ok:
+        return None
+    return config.Server(name=name, span=span, engine=values.get("engine", ""), model=values["model"],
+                         url=url.rstrip("/"), api_key=values.get("api_key"))
 
 
 def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags,

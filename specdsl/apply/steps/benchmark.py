@@ -18,7 +18,7 @@ from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.stack_facts import stack_facts
 from specdsl.apply.outcome import Outcome
 from specdsl.apply.steps.common import (command_stack, completed, localize, localize_command, medians_of, planned_reuse,
-                                        stack_info)
+                                        prior_runs, stack_info)
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled, host_key
@@ -41,6 +41,13 @@ class Benchmark:
         walk, step = ctx.walk, ctx.step
         if walk.action(ctx.addr) is not Action.RUN:
             return planned_reuse(ctx)
+        if "endpoint" in step.payload:  # servers already running: nothing launched
+            from specdsl.apply.steps import endpoint
+
+            if "paired" in step.payload:
+                exp = step.payload["experiment"]
+                return endpoint.run_pairs(ctx, _wants_more(walk, exp, walk.plan.more))
+            return endpoint.run(ctx)
         if "paired" in step.payload:
             return self._paired(ctx)
         launch = step.deps[0]
@@ -162,18 +169,3 @@ def judge_env(walk, exp) -> dict:
     env = {f"var.{k}": v for k, v in walk.variables.items()}
     env.update({f"matrix.{k}": v for k, v in exp.matrix})
     return env
-
-
-def prior_runs(ctx: StepContext, wanted: int) -> list:
-    """The runs recorded for this identity when there are fewer than
-    `wanted` and their folder still holds them; else [] (measure afresh)."""
-    state = ctx.writer.state
-    run = state.result(ctx.step.identity)
-    if run is None or run.runs is None or run.runs >= wanted:
-        return []
-    try:
-        doc = json.loads((ctx.writer.state_dir / run.folder / "result.json").read_text())
-    except (OSError, ValueError):
-        return []
-    runs = validity.valid(bench.BenchResult.from_json(doc).runs)  # the invalid ones are made again
-    return [attrs.evolve(r, index=i) for i, r in enumerate(runs)] if len(runs) == run.runs else []

@@ -3,14 +3,17 @@ both record the medians of their runs with `medians_of`)."""
 
 from __future__ import annotations
 
+import json
 import statistics
 from pathlib import Path
 
 import attrs
 
+from specdsl import bench
 from specdsl.bench.results import RunResult
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.apply.outcome import Outcome, Reason, Status
+from specdsl.apply.validity import valid as _valid
 
 
 def planned_reuse(ctx: StepContext, detail: str | None = None) -> Outcome:
@@ -100,3 +103,18 @@ def cache_facts(handle) -> dict:
     if not handle.jit_cache:
         return {}
     return {"jit_cache": handle.jit_cache, "jit_cache_cold": bool(handle.cache_cold)}
+
+
+def prior_runs(ctx: StepContext, wanted: int) -> list:
+    """The runs recorded for this identity when there are fewer than
+    `wanted` and their folder still holds them; else [] (measure afresh)."""
+    state = ctx.writer.state
+    run = state.result(ctx.step.identity)
+    if run is None or run.runs is None or run.runs >= wanted:
+        return []
+    try:
+        doc = json.loads((ctx.writer.state_dir / run.folder / "result.json").read_text())
+    except (OSError, ValueError):
+        return []
+    runs = _valid(bench.BenchResult.from_json(doc).runs)  # the invalid ones are made again
+    return [attrs.evolve(r, index=i) for i, r in enumerate(runs)] if len(runs) == run.runs else []
