@@ -26,22 +26,19 @@ from collections.abc import Sequence
 from specdsl import stats
 from specdsl.bench.timings import RequestTiming
 from specdsl.bench.results import DISTRIBUTIONS
+from specdsl.model.metrics import STATS, percentile_of, stat_name
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
-    """mean, median, std (population), p50, p90, p99 of the values, as
-    vLLM's np.mean, np.median, np.std and np.percentile (specdsl.stats)."""
+    """mean, median, std (population) and the percentiles of STATS (p50, p90,
+    p95, p99, p99.9) of the values, as vLLM's np.mean, np.median, np.std and
+    np.percentile (specdsl.stats)."""
     if not values:
         return {}
-    p50, p90, p99 = stats.percentiles(values, (50, 90, 99))
-    return {
-        "mean": stats.mean(values),
-        "median": stats.median(values),
-        "std": stats.pstdev(values),
-        "p50": p50,
-        "p90": p90,
-        "p99": p99,
-    }
+    qs = [percentile_of(s) for s in STATS if percentile_of(s) is not None]
+    out = {"mean": stats.mean(values), "median": stats.median(values), "std": stats.pstdev(values)}
+    out.update({stat_name(q): v for q, v in zip(qs, stats.percentiles(values, qs))})
+    return out
 
 
 def request_samples(records: Sequence[RequestTiming]) -> dict[str, list[float]]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from specdsl.diag import Diagnostic, did_you_mean
 from specdsl.model import ast
 from specdsl.model.assert_shape import reads_baseline, shape_of, time_unit as _time_unit
-from specdsl.model.metrics import FUNCTIONS, METRICS
+from specdsl.model.metrics import FUNCTIONS, METRICS, is_function, percentile_problem
 
 _CONDITIONS = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
 
@@ -53,7 +53,10 @@ def check_assert(
         elif isinstance(e, (ast.Not, ast.Neg)):
             stack.append(e.operand)
         elif isinstance(e, ast.Call):
-            if e.func not in FUNCTIONS:
+            if percentile_problem(e.func):
+                message, hint = percentile_problem(e.func)
+                diags.append(Diagnostic.error(message, _head_span(e), hint))
+            elif not is_function(e.func):
                 hint = did_you_mean(e.func, FUNCTIONS) or "functions: " + ", ".join(FUNCTIONS)
                 diags.append(Diagnostic.error(f"Unknown function `{e.func}`", _head_span(e), hint))
             elif len(e.args) != 1:
