@@ -254,6 +254,11 @@ class Workload:
     # a local path (a folder with tokenizer.json, or that file); None: the model's when it is
     # a local folder. Part of the identity when set (it changes the prompts sent).
     tokenizer: str | None = attrs.field(default=None, metadata={"omit_none": True})
+    # Per-request SLOs of goodput (model.metrics.GOODPUT_METRICS): (metric, bound in ms)
+    # of ttft, tpot, e2el, as written; None: no goodput recorded. Part of the identity
+    # when set (the runs record goodput under it); unset, absent from it.
+    slo: tuple[tuple[str, float], ...] | None = attrs.field(
+        default=None, metadata={"omit_none": True}, converter=lambda v: None if v is None else tuple(tuple(p) for p in v))
     span: Span | None = attrs.field(default=None, eq=False)
 
 

@@ -46,9 +46,18 @@ SERVER_METRICS = {
     "server_cached_prompt_tokens": "count",
 }
 
+# Goodput (vLLM's `--goodput`): with the workload's `slo = { ttft = 200ms,
+# tpot = 50ms }` a completed request is *good* when every metric the SLO
+# names is within its bound (<=); request_goodput = good requests / duration
+# (req/s, vLLM's `request_goodput`), goodput_ratio = good / requests sent
+# (failed ones are never good). Recorded only for a workload with an `slo`.
+SLO_METRICS = ("ttft", "tpot", "e2el")
+GOODPUT_METRICS = {"request_goodput": "req/s", "goodput_ratio": "fraction"}
+
 # name -> (kind, unit)
 METRICS: dict[str, tuple[str, str]] = {name: (SCALAR, unit) for name, unit in _SCALARS.items()}
 METRICS.update({name: (SCALAR, unit) for name, unit in SERVER_METRICS.items()})
+METRICS.update({name: (SCALAR, unit) for name, unit in GOODPUT_METRICS.items()})
 METRICS.update({name: (DISTRIBUTION, unit) for name, unit in DISTRIBUTIONS.items()})
 for _d in DISTRIBUTIONS:
     for _s in STATS:

@@ -210,7 +210,8 @@ class _Resolver:
             workload = parts.get("workload")
             user_metrics = tuple(m.name for m in workload.metrics) if workload else ()
             for a in raw.asserts:
-                key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_)
+                has_slo = bool(workload and getattr(workload, "slo", None))
+                key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_, has_slo)
                 if key in self.asserts_checked:
                     continue  # the same in every cell: check once
                 self.asserts_checked.add(key)
@@ -222,6 +223,7 @@ class _Resolver:
                     variables=tuple(self.vars),
                     user_metrics=user_metrics,
                     diags=self.diags,
+                    has_slo=has_slo or workload is None,
                 )
             if parts.get("server") is not None and parts.get("stack") is not None:
                 self.engine_checks(parts["server"], parts["stack"], raw.asserts)

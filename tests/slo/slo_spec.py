@@ -8,9 +8,9 @@ from pathlib import Path
 KNEE = str(Path(__file__).resolve().parent / "knee_server.py")
 
 
-def write_spec(folder, *, knee: int = 100, slow_ms: float = 120, workload: str = "", experiment: str = "",
+def write_spec(folder, *, knee: int = 100, slow_ms: float = 120, itl_ms: float = 10, workload: str = "", experiment: str = "",
                asserts: str = "", requests: int = 24, concurrency: int = 4) -> None:
-    argv = [sys.executable, KNEE, "--port", "{port}", "--knee", str(knee), "--slow-ms", f"{slow_ms:g}",
+    argv = [sys.executable, KNEE, "--port", "{port}", "--knee", str(knee), "--slow-ms", f"{slow_ms:g}", "--itl-ms", f"{itl_ms:g}",
             "--pids", str(folder.pids)]
     items = ", ".join(f'"{a}"' for a in argv)
     folder.spec.write_text(f'''stack "sys" {{

@@ -12,7 +12,7 @@ from slo_spec import write_spec
 
 
 def test_p95_and_p99_9_are_asserted_and_recorded(folder):
-    write_spec(folder, asserts='''  assert "ttft" { p95(ttft) <= 100ms }
+    write_spec(folder, itl_ms=1, asserts='''  assert "ttft" { p95(ttft) <= 100ms }
   assert "itl" { p99.9(itl) <= 100ms }
   assert "odd" { p97.5(e2el) <= 5ms }
 ''')
@@ -21,9 +21,10 @@ def test_p95_and_p99_9_are_asserted_and_recorded(folder):
     verdicts = {v["assertion"]: v for v in doc["verdicts"]}
     assert verdicts["ttft"]["verdict"] == "pass", verdicts["ttft"]
     assert verdicts["itl"]["verdict"] == "pass", verdicts["itl"]
-    # e2el is about 2 ms + 3 x 1 ms, never under 5 ms: p97.5 is computed and FAILs
-    assert verdicts["odd"]["verdict"] == "fail", verdicts["odd"]
-    assert proc.returncode == 3, proc.out
+    # p97.5 is recorded by no run: computed from each run's samples. e2el is 2 ms + 3 x 1 ms at least
+    odd = verdicts["odd"]
+    assert odd["verdict"] in ("fail", "inconclusive") and "n=2 runs" in odd["detail"], odd
+    assert 5.0 <= odd["evidence"]["estimate"] < 100, odd
     state = folder.state()
     run = [r for r in state.runs if r.step == "benchmark.e"][-1]
     result = state.result(run.identity)
