@@ -285,6 +285,20 @@ class BaselineRef:
 
 
 @attrs.frozen
+class Search:
+    """A search over one workload setting (`over`: "concurrency" or
+    "rate") between `low` and `high` for the highest value at which every
+    assertion of the experiment passes (specdsl.operations.search); values
+    are multiples of `step` from `low`."""
+
+    over: str
+    low: float
+    high: float
+    step: float = 1.0
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
 class Experiment:
     """One cell: a host, a stack, a server and a workload, plus checks.
 
@@ -302,6 +316,9 @@ class Experiment:
     promote: str | None = None
     matrix: Pairs = ()
     group: str = ""  # the experiment block the cell came from
+    # a search experiment (`search = { over = "concurrency", ... }`): not applied as it is, but
+    # probed by `specdsl search`, one experiment a value (Config.searches)
+    search: Search | None = None
     span: Span | None = attrs.field(default=None, eq=False)
 
 
@@ -320,6 +337,8 @@ class Config:
     declaration order, and the named blocks they were made from."""
 
     experiments: tuple[Experiment, ...] = ()
+    # experiments with a `search`: probed by `specdsl search`, one experiment a value, never planned as they are
+    searches: tuple[Experiment, ...] = ()
     hosts: tuple[Host, ...] = ()
     stacks: tuple[Stack, ...] = ()
     servers: tuple[Server, ...] = ()

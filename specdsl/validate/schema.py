@@ -103,7 +103,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }
-EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "baseline_mode", "promote", "matrix")
+EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "baseline_mode", "promote", "matrix", "search")
 BASELINE_MODES = ("paired", "recorded")
 NESTED = {"workload": ("metric",), "experiment": ()}
 
