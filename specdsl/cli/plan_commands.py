@@ -155,7 +155,7 @@ def _render_searches(searches, file: str) -> str:
     """The spec's search experiments: apply leaves them to `specdsl search`, which probes them."""
     if not searches:
         return ""
-    from specdsl.cli.search_commands import describe
+    from specdsl.model.search import describe
 
     lines = ["", "Searches (not applied by apply; each probe is an experiment of its own):"]
     for exp in searches:
@@ -171,6 +171,7 @@ def _spec_plan(args, session):
     if loaded is None:
         return EXIT_ERROR
     args.searches = loaded.resolved.config.searches
+    args.resolved_config = loaded.resolved.config
     try:
         state_dir, state = read_state(args)
     except StateError as exc:
@@ -232,6 +233,12 @@ def _plan(args, session) -> int:
     else:
         sys.stdout.write(coloured_plan(render_text(plan)) + render_jobs(graph, plan) + render_copies(copies, notes) + _render_stale(stale, _holder(args) if stale else None))
         sys.stdout.write(_render_searches(getattr(args, "searches", ()), args.file))
+        if state is not None:  # a sweep along concurrency or rate: its frontier as recorded so far
+            from specdsl.cli.apply_view import frontier_lines
+
+            state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
+            for line in frontier_lines(args.resolved_config, state_dir, title="Recorded frontier"):
+                print(line)
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:

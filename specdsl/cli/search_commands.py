@@ -43,19 +43,8 @@ def probe_of(exp, value: float):
                         matrix=((over, x),), search=None, group=exp.name)
 
 
-def describe(exp) -> str:
-    """One line: what the search looks for and its worst case (plan says it too)."""
-    from specdsl.model.search import grid, worst_case
-
-    s = exp.search
-    values = grid(s.low, s.high, s.step)
-    asserts = ", ".join(a.name for a in exp.asserts)
-    return (f"search {exp.name}: the highest {s.over} from {s.low:g} to {s.high:g} (step {s.step:g}, {len(values)} values)"
-            f" at which {asserts} pass: geometric then bisection, at most {worst_case(values)} probes")
-
-
 def cmd_search(args) -> int:
-    from specdsl.model.search import Probes, grid
+    from specdsl.model.search import Probes, describe, grid
     from specdsl.operations import Session
 
     loaded = load_spec(args)

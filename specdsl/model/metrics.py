@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from specdsl.stats import percentile_of  # noqa: F401  (re-exported: `p99.9` -> 99.9)
+
 SCALAR = "scalar"
 DISTRIBUTION = "distribution"
 
@@ -65,23 +67,10 @@ for _d in DISTRIBUTIONS:
 
 FUNCTIONS = ("p50", "p90", "p99", "median", "mean", "min", "max", "stddev")
 
-# `pNN` / `pNN.N`: any percentile strictly between 0 and 100 (`p95`, `p99.9`)
-_PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
-
-
-def percentile_of(func: str) -> float | None:
-    """The percentile (0 < q < 100) a function name asks for (`p99.9` ->
-    99.9), or None: not a percentile, or one out of range."""
-    m = _PERCENTILE.fullmatch(func)
-    if not m:
-        return None
-    q = float(m.group(1))
-    return q if 0 < q < 100 else None
-
 
 def percentile_problem(func: str) -> tuple[str, str] | None:
     """(message, hint) for a `pNN` name out of range (`p0`, `p100.5`), else None."""
-    m = _PERCENTILE.fullmatch(func)
+    m = re.fullmatch(r"p(\d+(?:\.\d+)?)", func)
     if not m or percentile_of(func) is not None:
         return None
     q = float(m.group(1))
@@ -97,37 +86,3 @@ def is_function(func: str) -> bool:
 def stat_name(q: float) -> str:
     """The statistic's name in results, as vLLM writes it (`p99`, `p99.9`)."""
     return f"p{int(q)}" if q == int(q) else f"p{q:g}"
-
-# `pNN` / `pNN.N`: any percentile strictly between 0 and 100 (`p95`, `p99.9`)
-_PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
-
-
-def percentile_of(func: str) -> float | None:
-    """The percentile (0 < q < 100) a function name asks for (`p99.9` ->
-    99.9), or None: not a percentile, or one out of range."""
-    m = _PERCENTILE.fullmatch(func)
-    if not m:
-        return None
-    q = float(m.group(1))
-    return q if 0 < q < 100 else None
-
-
-def percentile_problem(func: str) -> tuple[str, str] | None:
-    """(message, hint) for a `pNN` name out of range (`p0`, `p100.5`), else None."""
-    m = _PERCENTILE.fullmatch(func)
-    if not m or percentile_of(func) is not None:
-        return None
-    q = float(m.group(1))
-    hint = "use `min(...)`" if q == 0 else "use `max(...)`" if q == 100 else "write one such as p95 or p99.9"
-    return (f"`{func}` is not a percentile: a percentile is above 0 and below 100", hint)
-
-
-def is_function(func: str) -> bool:
-    """A name assertions may call: FUNCTIONS, or any percentile `pNN`."""
-    return func in FUNCTIONS or percentile_of(func) is not None
-
-
-def stat_name(q: float) -> str:
-    """The statistic's name in results, as vLLM writes it (`p99`, `p99.9`)."""
-    return f"p{int(q)}" if q == int(q) else f"p{q:g}"
-

@@ -76,3 +76,12 @@ def worst_case(values: tuple[float, ...]) -> int:
             p.record(i, i <= knee)
         most = max(most, len(p.order))
     return most
+
+
+def describe(exp) -> str:
+    """One line: what the search looks for and its worst case (plan says it too)."""
+    s = exp.search
+    values = grid(s.low, s.high, s.step)
+    asserts = ", ".join(a.name for a in exp.asserts)
+    return (f"search {exp.name}: the highest {s.over} from {s.low:g} to {s.high:g} (step {s.step:g}, {len(values)} values)"
+            f" at which {asserts} pass: geometric then bisection, at most {worst_case(values)} probes")

@@ -55,7 +55,7 @@ FUNCTIONS = ("stddev", "min", "max", *QUANTILES)
 
 def quantile_of(func: str) -> float | None:
     """The quantile (0..1) of `median` or any percentile `pNN` / `pNN.N`, else None."""
-    from specdsl.model.metrics import percentile_of
+    from specdsl.stats import percentile_of
 
     if func in QUANTILES:
         return QUANTILES[func]

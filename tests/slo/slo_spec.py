@@ -9,7 +9,7 @@ KNEE = str(Path(__file__).resolve().parent / "knee_server.py")
 
 
 def write_spec(folder, *, knee: int = 100, slow_ms: float = 120, itl_ms: float = 10, workload: str = "", experiment: str = "",
-               asserts: str = "", requests: int = 24, concurrency: int = 4) -> None:
+               asserts: str = "", requests: int = 24, concurrency: int = 4, warmup: int = 0) -> None:
     argv = [sys.executable, KNEE, "--port", "{port}", "--knee", str(knee), "--slow-ms", f"{slow_ms:g}", "--itl-ms", f"{itl_ms:g}",
             "--pids", str(folder.pids)]
     items = ", ".join(f'"{a}"' for a in argv)
@@ -27,7 +27,7 @@ workload "w" {{
   requests    = {requests}
   concurrency = {concurrency}
   runs        = 2
-  warmup      = 0
+  warmup      = {warmup}
   timeout     = 5s
 {workload}}}
 experiment "e" {{

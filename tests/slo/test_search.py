@@ -18,7 +18,7 @@ SEARCH = '''  search = { over = "concurrency", from = 1, to = 16 }
 
 
 def test_the_search_finds_the_known_knee_exactly(folder):
-    write_spec(folder, knee=5, requests=48, slow_ms=300, workload="  slo = { ttft = 50ms }\n", experiment=SEARCH)
+    write_spec(folder, knee=5, requests=48, slow_ms=300, workload="  slo = { ttft = 150ms }\n", experiment=SEARCH)
     plan = folder.run("plan", "f.spec")
     assert plan.returncode == 0, plan.out
     # 16 values: 1 2 4 8 16 geometric, then bisection: plan states the worst case
@@ -45,11 +45,11 @@ def test_the_search_finds_the_known_knee_exactly(folder):
 
 
 def test_a_search_is_checked_where_it_is_written(folder):
-    write_spec(folder, workload="  slo = { ttft = 50ms }\n",
+    write_spec(folder, workload="  slo = { ttft = 150ms }\n",
                experiment='  search = { over = "concurency", from = 1, to = 16 }\n  assert "slo" { goodput_ratio >= 0.9 }\n')
     proc = folder.run("validate", "f.spec")
     assert proc.returncode != 0 and '`search.over` must be "concurrency" or "rate"' in proc.out, proc.out
-    write_spec(folder, workload="  slo = { ttft = 50ms }\n",
+    write_spec(folder, workload="  slo = { ttft = 150ms }\n",
                experiment='  search = { over = "concurrency", from = 16, to = 4 }\n  assert "slo" { goodput_ratio >= 0.9 }\n')
     proc = folder.run("validate", "f.spec")
     assert "`search.from` must be below `search.to`" in proc.out, proc.out
