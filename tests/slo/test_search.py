@@ -19,6 +19,7 @@ SEARCH = '''  search = { over = "concurrency", from = 1, to = 16 }
 
 def test_the_search_finds_the_known_knee_exactly(folder):
     write_spec(folder, knee=5, requests=48, slow_ms=300, workload="  slo = { ttft = 150ms }\n", experiment=SEARCH)
+    assert "f.spec: valid (0 experiments, 1 search)" in folder.run("validate", "f.spec").out
     plan = folder.run("plan", "f.spec")
     assert plan.returncode == 0, plan.out
     # 16 values: 1 2 4 8 16 geometric, then bisection: plan states the worst case
