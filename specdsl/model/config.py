@@ -48,6 +48,8 @@ def canonical(obj: Any) -> Any:
             value = getattr(obj, field.name)
             if value is None and field.metadata.get("omit_none"):
                 continue  # a field added later: absent, the form (and every digest) stays what it was
+            if value == () and field.metadata.get("omit_empty"):
+                continue  # the same, for a collection added later
             out[field.name] = canonical(value)
         return out
     if isinstance(obj, tuple):
@@ -318,7 +320,7 @@ class Experiment:
     group: str = ""  # the experiment block the cell came from
     # a search experiment (`search = { over = "concurrency", ... }`): not applied as it is, but
     # probed by `specdsl search`, one experiment a value (Config.searches)
-    search: Search | None = None
+    search: Search | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 
@@ -338,7 +340,7 @@ class Config:
 
     experiments: tuple[Experiment, ...] = ()
     # experiments with a `search`: probed by `specdsl search`, one experiment a value, never planned as they are
-    searches: tuple[Experiment, ...] = ()
+    searches: tuple[Experiment, ...] = attrs.field(default=(), metadata={"omit_empty": True})
     hosts: tuple[Host, ...] = ()
     stacks: tuple[Stack, ...] = ()
     servers: tuple[Server, ...] = ()
