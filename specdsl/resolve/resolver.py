@@ -218,7 +218,8 @@ class _Resolver:
             workload = parts.get("workload")
             user_metrics = tuple(m.name for m in workload.metrics) if workload else ()
             for a in raw.asserts:
-                has_slo = bool(workload and getattr(workload, "slo", None))
+                # vLLM's own client reports request_goodput under its `--goodput` (the preset reads it)
+                has_slo = bool(workload and (getattr(workload, "slo", None) or workload.metrics_preset == "vllm-bench-serve"))
                 key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_, has_slo)
                 if key in self.asserts_checked:
                     continue  # the same in every cell: check once
