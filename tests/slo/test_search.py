@@ -25,6 +25,8 @@ def test_the_search_finds_the_known_knee_exactly(folder):
     # 16 values: 1 2 4 8 16 geometric, then bisection: plan states the worst case
     assert "search e: the highest concurrency from 1 to 16 (step 1, 16 values) at which slo pass" in plan.out, plan.out
     assert "at most 8 probes" in plan.out and "run: specdsl search e f.spec" in plan.out
+    targeted = folder.run("apply", "f.spec", "--target", "e", "--yes")
+    assert targeted.returncode != 0 and "--target e: a search experiment, not applied by apply: run `specdsl search e f.spec`" in targeted.out, targeted.out
     proc = folder.run("search", "e", "f.spec", "--yes", timeout=300)
     assert proc.returncode == 0, proc.out
     probed = [line.split("probe ")[1].split(": ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("probe ")]
