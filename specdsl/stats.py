@@ -28,6 +28,7 @@ a float. Pure: imports nothing from specdsl, and every layer may import it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 
 
@@ -118,3 +119,17 @@ def significant(x: float, digits: int) -> str:
     from decimal import Decimal
 
     return format(Decimal(f"{x:.{digits}g}"), "f")
+
+
+# `pNN` / `pNN.N`: any percentile strictly between 0 and 100 (`p95`, `p99.9`)
+_PERCENTILE = re.compile(r"p(\d+(?:\.\d+)?)")
+
+
+def percentile_of(func: str) -> float | None:
+    """The percentile (0 < q < 100) a function name asks for (`p99.9` ->
+    99.9), or None: not a percentile, or one out of range."""
+    m = _PERCENTILE.fullmatch(func)
+    if not m:
+        return None
+    q = float(m.group(1))
+    return q if 0 < q < 100 else None

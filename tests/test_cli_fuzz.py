@@ -55,6 +55,7 @@ COMMANDS = [
     ["state", "list", "{f}"], ["state", "show", "e", "{f}"], ["history", "t", "{f}"], ["report", "e", "{f}"],
     ["apply", "{f}", "--yes"], ["destroy", "{f}", "--yes"], ["diff", "e", "e", "{f}"], ["plan", "{f}", "--var", "x"],
     ["plan", "{f}", "--var-file", "missing.tfvars"], ["validate", "{f}", "--var-file", "bytes.spec"],
+    ["search", "e", "{f}", "--yes"],
 ]
 KINDS = ["bad", "bytes", "folder", "missing", "plan", "text"]
 

@@ -22,7 +22,7 @@ import attrs
 
 from specdsl import stats
 from specdsl.model import ast
-from specdsl.model.metrics import DISTRIBUTIONS, SERVER_METRICS
+from specdsl.model.metrics import DISTRIBUTIONS, SERVER_METRICS, percentile_of
 from specdsl.stats import significant
 from specdsl.verdict.decision import Status
 from specdsl.verdict.record import Verdict
@@ -68,6 +68,17 @@ _FUNCS = {
 }
 
 
+def function(name: str):
+    """The statistic an assertion's function computes: one of _FUNCS, or
+    any percentile `pNN` / `pNN.N` (specdsl.model.metrics.percentile_of)."""
+    if name in _FUNCS:
+        return _FUNCS[name]
+    q = percentile_of(name)
+    if q is None:
+        raise ValueError(f"unknown function {name!r}")
+    return lambda xs: stats.percentile(xs, q)
+
+
 def _values(results: Results | None, name: str, who: str) -> list[float]:
     if results is None:
         raise _Missing(f"{who} has no results")
@@ -97,7 +108,7 @@ def evaluate(expr: ast.Expr, mine: Results | None, baseline: Results | None, env
     if isinstance(expr, ast.Call):
         ref = expr.args[0]
         results, who, name = _target(ref, mine, baseline)
-        value = _FUNCS[expr.func](_values(results, name, who))
+        value = function(expr.func)(_values(results, name, who))
         shown.append(f"{_text(expr)} = {_num(value)}")
         return value
     if isinstance(expr, ast.Ref):

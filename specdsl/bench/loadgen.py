@@ -408,7 +408,7 @@ class _Bench:
         path = self.out_dir / f"run-{index}.requests.jsonl"
         header = {"run": index, "duration_s": duration, "url": runner.url, "prompts": prompt_record, "cache_reset": cache}
         write_records(path, header, records)
-        metrics, samples, failures = compute_metrics(records, duration)
+        metrics, samples, failures = compute_metrics(records, duration, getattr(w, "slo", None))
         if metrics["completed"] == 0:
             raise BenchError(f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}")
         server_metrics, server_record = run_figures(self.server, before, after)

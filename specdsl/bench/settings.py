@@ -109,6 +109,8 @@ def request_settings(workload: Any, url: str, model: str, quirks: ClientQuirks, 
         "request_template": request_template(quirks, model=model, endpoint=workload.endpoint, dataset=workload.dataset,
                                               ignore_eos=workload.ignore_eos),
         "tokenizer": tokenizer_record(tokenizer),
+        # per-request bounds (ms) of the goodput metrics; None: no goodput recorded
+        "slo": dict(workload.slo) if getattr(workload, "slo", None) else None,
         # whether the prompts' lengths are tokens of that tokenizer (workload `tokenizer`)
         "prompt_lengths_in": "tokens of the tokenizer" if tokenizer else "no tokenizer: random ids or words; the server's usage counts",
         "client": client_versions(),

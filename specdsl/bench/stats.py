@@ -26,22 +26,19 @@ from collections.abc import Sequence
 from specdsl import stats
 from specdsl.bench.timings import RequestTiming
 from specdsl.bench.results import DISTRIBUTIONS
+from specdsl.model.metrics import STATS, percentile_of, stat_name
 
 
 def summarize(values: Sequence[float]) -> dict[str, float]:
-    """mean, median, std (population), p50, p90, p99 of the values, as
-    vLLM's np.mean, np.median, np.std and np.percentile (specdsl.stats)."""
+    """mean, median, std (population) and the percentiles of STATS (p50, p90,
+    p95, p99, p99.9) of the values, as vLLM's np.mean, np.median, np.std and
+    np.percentile (specdsl.stats)."""
     if not values:
         return {}
-    p50, p90, p99 = stats.percentiles(values, (50, 90, 99))
-    return {
-        "mean": stats.mean(values),
-        "median": stats.median(values),
-        "std": stats.pstdev(values),
-        "p50": p50,
-        "p90": p90,
-        "p99": p99,
-    }
+    qs = [percentile_of(s) for s in STATS if percentile_of(s) is not None]
+    out = {"mean": stats.mean(values), "median": stats.median(values), "std": stats.pstdev(values)}
+    out.update({stat_name(q): v for q, v in zip(qs, stats.percentiles(values, qs))})
+    return out
 
 
 def request_samples(records: Sequence[RequestTiming]) -> dict[str, list[float]]:
@@ -62,10 +59,29 @@ def request_samples(records: Sequence[RequestTiming]) -> dict[str, list[float]]:
     return out
 
 
+def good_requests(records: Sequence[RequestTiming], slo: Sequence[tuple[str, float]]) -> int:
+    """How many requests meet every bound of `slo` ((metric, ms) of ttft,
+    tpot, e2el), vLLM's goodput: a completed request is good when each of
+    its SLO metrics is at most its bound. A request of one output token has
+    no tpot and counts as meeting a tpot bound (vLLM reads its tpot as 0);
+    a failed request is never good."""
+    good = 0
+    for rec in records:
+        if not rec.ok or not rec.chunks_s:
+            continue
+        ttft, e2el = rec.chunks_s[0] * 1000.0, rec.chunks_s[-1] * 1000.0
+        tpot = (e2el - ttft) / (rec.output_tokens - 1) if rec.output_tokens > 1 else 0.0
+        value = {"ttft": ttft, "tpot": tpot, "e2el": e2el}
+        if all(value[name] <= bound for name, bound in slo):
+            good += 1
+    return good
+
+
 def compute_metrics(
-    records: Sequence[RequestTiming], duration_s: float
+    records: Sequence[RequestTiming], duration_s: float, slo: Sequence[tuple[str, float]] | None = None
 ) -> tuple[dict[str, float], dict[str, list[float]], dict[str, int]]:
-    """(metrics, samples in ms, failure reason -> count) of one run."""
+    """(metrics, samples in ms, failure reason -> count) of one run; with
+    `slo`, its goodput too (`request_goodput`, `goodput_ratio`)."""
     completed = [r for r in records if r.ok]
     failures = Counter(r.reason or "unknown" for r in records if not r.ok)
     total_in = sum(r.prompt_tokens for r in completed)
@@ -81,6 +97,11 @@ def compute_metrics(
         metrics["request_throughput"] = len(completed) / duration_s
         metrics["output_throughput"] = total_out / duration_s
         metrics["total_token_throughput"] = (total_in + total_out) / duration_s
+    if slo and records:
+        good = good_requests(records, slo)
+        metrics["goodput_ratio"] = good / len(records)
+        if duration_s > 0:
+            metrics["request_goodput"] = good / duration_s
     samples = request_samples(records)
     for dist, values in samples.items():
         for stat, value in summarize(values).items():

@@ -135,6 +135,10 @@ def _apply_locked(args, loaded, state_dir: Path, lock, saved, session) -> int:
         sys.stdout.write(render_apply_json(result, plan, state_dir))
     else:
         print_result(result, plan, why=short_lines(loaded.resolved.config, graph, state_dir, args.file))
+        from specdsl.cli.apply_view import frontier_lines
+
+        for line in frontier_lines(loaded.resolved.config, state_dir):
+            print(line)
     if result.state_failure:
         print(result.state_failure + "\n" + _servers_left(), file=sys.stderr)
     return result.exit_code()

@@ -127,6 +127,39 @@ def print_result(result, plan, stream=None, why=None) -> None:
         console.print("Completed steps are recorded; run apply again to resume.")
 
 
+def frontier_lines(cfg, state_dir: Path, title: str = "Frontier") -> list[str]:
+    """The frontier table (specdsl.report.frontier) of each matrix experiment
+    of `cfg` swept along `concurrency` or `rate`, from what state records:
+    the value against throughput and latency percentiles, each cell's SLO
+    (every check passed), the highest value that meets it marked."""
+    from specdsl.report.frontier import LOAD_KEYS, frontier, sweep_frontiers, table
+
+    groups: dict[str, list[str]] = {}
+    for e in cfg.experiments:
+        if any(k in LOAD_KEYS for k, _ in e.matrix):
+            groups.setdefault(e.group or e.name, []).append(e.name)
+    if not groups:
+        return []
+    from specdsl.report.collections import sweep_view
+    from specdsl.report.gather import Index
+    from specdsl.state import load_state
+
+    state = load_state(state_dir)
+    if state is None:
+        return []
+    ix = Index(state, state_dir)
+    out = []
+    for group, names in groups.items():
+        recorded = [n for n in names if ix.result(n) is not None]
+        for over, rest, rows in sweep_frontiers(sweep_view(ix, group, recorded).cells):
+            best, knee = frontier(rows)
+            out.append(f"\n{title} of {group} along {over}" + (f" ({rest})" if rest else "") + " (SLO: every check passed):")
+            out += [f"  {line}" for line in table(over, rows)]
+            answer = f"highest {over} that meets the SLO: {best:g}" if best is not None else f"no {over} meets the SLO"
+            out.append(f"  {answer}" + (f"; the first that does not: {knee:g}" if knee is not None else ""))
+    return out
+
+
 SHORT = 3  # differences under a FAIL
 
 

@@ -108,10 +108,13 @@ def spec_digest(cfg: Config, variables: dict[str, str], *, inputs: str = "") -> 
         return hit
 
     cell_fields = [f.name for f in attrs.fields(Experiment) if f.eq]  # spans (where it is written) are not meaning
-    parts = [f"{f.name}={text(getattr(cfg, f.name))}" for f in attrs.fields(Config) if f.eq and f.name != "experiments"]
+    # a field added later (a search) counts only where it is set: digests of specs without stay
+    parts = [f"{f.name}={text(getattr(cfg, f.name))}" for f in attrs.fields(Config)
+             if f.eq and f.name != "experiments" and not (f.name == "searches" and not cfg.searches)]
     for exp in cfg.experiments:
         parts.append("experiment")
-        parts += [f"{name}={text(getattr(exp, name))}" for name in cell_fields]
+        parts += [f"{name}={text(getattr(exp, name))}" for name in cell_fields
+                  if not (name == "search" and exp.search is None)]
     parts.append(f"vars={json.dumps(sorted(variables.items()))}")
     if inputs:
         parts.append(f"inputs={inputs}")

@@ -64,7 +64,9 @@ def cmd_validate(args) -> int:
             print_diags(resolved.diags, resolved.sources.texts)
             if resolved.ok:
                 cells = len(resolved.config.experiments)
-                print(f"{name}: valid ({cells} experiment{'s' if cells != 1 else ''})", file=sys.stderr)
+                searches = len(resolved.config.searches)
+                more = f", {searches} search{'es' if searches != 1 else ''}" if searches else ""
+                print(f"{name}: valid ({cells} experiment{'s' if cells != 1 else ''}{more})", file=sys.stderr)
     if args.json:
         doc = {
             "format_version": 1,

@@ -67,9 +67,11 @@ def _command_modules(with_apply: bool = True):
 
     modules = [lang_commands, plan_commands, history]
     if with_apply:
-        from specdsl.cli import apply_commands, bisect_commands, calibrate_commands, destroy_commands, diagnose_commands
+        from specdsl.cli import (apply_commands, bisect_commands, calibrate_commands, destroy_commands, diagnose_commands,
+                                 search_commands)
 
-        modules += [apply_commands, calibrate_commands, diagnose_commands, bisect_commands, destroy_commands]
+        modules += [apply_commands, calibrate_commands, diagnose_commands, bisect_commands, search_commands,
+                    destroy_commands]
     from specdsl.cli import report_commands
 
     return modules + [report_commands]

@@ -141,12 +141,36 @@ def planned_for(args, loaded, state, state_dir: Path, *, no_refresh: bool, sessi
                      max_time=getattr(args, "max_time", None))
 
 
+def _search_json(exp) -> dict:
+    from specdsl.model.search import grid, worst_case
+
+    s = exp.search
+    values = grid(s.low, s.high, s.step)
+    return {"experiment": exp.name, "over": s.over, "from": s.low, "to": s.high, "step": s.step, "values": len(values),
+            "worst_case_probes": worst_case(values), "asserts": [a.name for a in exp.asserts]}
+
+
+def _render_searches(searches, file: str) -> str:
+    """The spec's search experiments: apply leaves them to `specdsl search`, which probes them."""
+    if not searches:
+        return ""
+    from specdsl.model.search import describe
+
+    lines = ["", "Searches (not applied by apply; each probe is an experiment of its own):"]
+    for exp in searches:
+        lines.append(f"  {describe(exp)}")
+        lines.append(f"    run: specdsl search {exp.name} {file}")
+    return "\n".join(lines) + "\n"
+
+
 def _spec_plan(args, session):
     """(graph, plan, state) for args.file against its state, or an exit
     code when the spec, the state or the targets are wrong (reported)."""
     loaded = load_spec(args)
     if loaded is None:
         return Exit.ERROR
+    args.searches = loaded.resolved.config.searches
+    args.resolved_config = loaded.resolved.config
     try:
         state_dir, state = read_state(args)
     except StateError as exc:
@@ -203,9 +227,17 @@ def _plan(args, session) -> int:
         doc["stale_servers"] = [s.as_json() for s in stale]
         if copies:  # only for a plan with a host reached through a login node
             doc["login_node_files"] = [c.as_json() for c in copies]
+        doc["searches"] = [_search_json(e) for e in getattr(args, "searches", ())]
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     else:
         sys.stdout.write(coloured_plan(render_text(plan)) + render_jobs(graph, plan) + render_copies(copies, notes) + _render_stale(stale, _holder(args) if stale else None))
+        sys.stdout.write(_render_searches(getattr(args, "searches", ()), args.file))
+        if state is not None:  # a sweep along concurrency or rate: its frontier as recorded so far
+            from specdsl.cli.apply_view import frontier_lines
+
+            state_dir = state_dir_for(Path(args.file), Path(args.state) if args.state else None)
+            for line in frontier_lines(args.resolved_config, state_dir, title="Recorded frontier"):
+                print(line)
     if args.out and not args.json:
         print(f"\nSaved the plan to {args.out}. Apply exactly it with: specdsl apply {args.out}")
     if args.detailed_exitcode:

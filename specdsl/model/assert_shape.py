@@ -147,10 +147,10 @@ def time_unit(e) -> str | None:
     """The time unit (`ms`, `s`) of a measured term (`p99(ttft)`: ms,
     `duration`: s, `itl - baseline.itl`: ms), or None: not a time, or not
     known (a metric of the user's own script)."""
-    from specdsl.model.metrics import FUNCTIONS, METRICS
+    from specdsl.model.metrics import METRICS, is_function
 
     if isinstance(e, ast.Call) and e.args:
-        return time_unit(e.args[0]) if e.func in FUNCTIONS else None
+        return time_unit(e.args[0]) if is_function(e.func) else None
     if isinstance(e, ast.Ref):
         name = e.parts[-1] if e.parts[0] == "baseline" or len(e.parts) == 1 else None
         unit = METRICS.get(name, ("", ""))[1] if name else ""
@@ -211,8 +211,11 @@ def noise_key(term) -> str | None:
     names it (`p99(itl)` -> `p99_itl_ms`, bare `itl` -> `median_itl_ms`)."""
     if isinstance(term, ast.Call) and term.args:
         inner = metric_of(term.args[0])
-        if inner in _DISTRIBUTIONS and term.func in ("p50", "p90", "p99", "median", "mean"):
-            func = "median" if term.func == "p50" else term.func
+        from specdsl.model.metrics import percentile_of, stat_name
+
+        q = percentile_of(term.func)
+        if inner in _DISTRIBUTIONS and (q is not None or term.func in ("median", "mean")):
+            func = "median" if q == 50 else stat_name(q) if q is not None else term.func
             return f"{func}_{inner}_ms"
         return inner
     name = metric_of(term)

@@ -48,6 +48,8 @@ def canonical(obj: Any) -> Any:
             value = getattr(obj, field.name)
             if value is None and field.metadata.get("omit_none"):
                 continue  # a field added later: absent, the form (and every digest) stays what it was
+            if value == () and field.metadata.get("omit_empty"):
+                continue  # the same, for a collection added later
             out[field.name] = canonical(value)
         return out
     if isinstance(obj, tuple):
@@ -266,6 +268,11 @@ class Workload:
     # a local path (a folder with tokenizer.json, or that file); None: the model's when it is
     # a local folder. Part of the identity when set (it changes the prompts sent).
     tokenizer: str | None = attrs.field(default=None, metadata={"omit_none": True})
+    # Per-request SLOs of goodput (model.metrics.GOODPUT_METRICS): (metric, bound in ms)
+    # of ttft, tpot, e2el, as written; None: no goodput recorded. Part of the identity
+    # when set (the runs record goodput under it); unset, absent from it.
+    slo: tuple[tuple[str, float], ...] | None = attrs.field(
+        default=None, metadata={"omit_none": True}, converter=lambda v: None if v is None else tuple(tuple(p) for p in v))
     span: Span | None = attrs.field(default=None, eq=False)
 
 
@@ -292,6 +299,20 @@ class BaselineRef:
 
 
 @attrs.frozen
+class Search:
+    """A search over one workload setting (`over`: "concurrency" or
+    "rate") between `low` and `high` for the highest value at which every
+    assertion of the experiment passes (specdsl.operations.search); values
+    are multiples of `step` from `low`."""
+
+    over: str
+    low: float
+    high: float
+    step: float = 1.0
+    span: Span | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen
 class Experiment:
     """One cell: a host, a stack, a server and a workload, plus checks.
 
@@ -309,6 +330,9 @@ class Experiment:
     promote: str | None = None
     matrix: Pairs = ()
     group: str = ""  # the experiment block the cell came from
+    # a search experiment (`search = { over = "concurrency", ... }`): not applied as it is, but
+    # probed by `specdsl search`, one experiment a value (Config.searches)
+    search: Search | None = attrs.field(default=None, metadata={"omit_none": True})
     span: Span | None = attrs.field(default=None, eq=False)
 
 
@@ -327,6 +351,8 @@ class Config:
     declaration order, and the named blocks they were made from."""
 
     experiments: tuple[Experiment, ...] = ()
+    # experiments with a `search`: probed by `specdsl search`, one experiment a value, never planned as they are
+    searches: tuple[Experiment, ...] = attrs.field(default=(), metadata={"omit_empty": True})
     hosts: tuple[Host, ...] = ()
     stacks: tuple[Stack, ...] = ()
     servers: tuple[Server, ...] = ()

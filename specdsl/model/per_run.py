@@ -14,7 +14,7 @@ run's requests, and the verdict the mean of it over runs.
 from __future__ import annotations
 
 from specdsl.model import ast
-from specdsl.model.metrics import DISTRIBUTIONS
+from specdsl.model.metrics import DISTRIBUTIONS, percentile_of
 
 FUNCTIONS = ("stddev", "min", "max", "p50", "median", "p90", "p99")
 
@@ -22,7 +22,7 @@ FUNCTIONS = ("stddev", "min", "max", "p50", "median", "p90", "p99")
 def per_run_term(term) -> tuple[str, str] | None:
     """(function, metric) when `term` is a FUNCTIONS call on a scalar
     metric (the candidate's or the baseline's), else None."""
-    if not (isinstance(term, ast.Call) and term.func in FUNCTIONS and len(term.args) == 1):
+    if not (isinstance(term, ast.Call) and (term.func in FUNCTIONS or percentile_of(term.func)) and len(term.args) == 1):
         return None
     ref = term.args[0]
     if not isinstance(ref, ast.Ref):

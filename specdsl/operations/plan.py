@@ -231,6 +231,9 @@ def _unknown_targets(cfg, spec: str, targets) -> list[str]:
                               for k in dict(cells[0].matrix))
             errors.append(f"--target {target}: no cell of {parts[0]} has those values in {spec}; its matrix: {shown}")
             continue
+        if any(e.name == target for e in getattr(cfg, "searches", ())):
+            errors.append(f"--target {target}: a search experiment, not applied by apply: run `specdsl search {target} {spec}`")
+            continue
         hint = did_you_mean(target, known) or "experiments: " + ", ".join(groups)
         errors.append(f"--target {target}: no experiment of that name in {spec}; {hint}")
     return errors

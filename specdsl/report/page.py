@@ -244,6 +244,28 @@ def sweep_body(v: SweepView) -> list[str]:
         classes.append("")
     out.append(f'<p class="note">Sorted by {esc(v.metric)}, best first; cells without a result last.</p>')
     out.append(table(head, rows, classes))
+    out += frontier_section(v)
+    return out
+
+
+def frontier_section(v: SweepView) -> list[str]:
+    """A frontier table for each line of the sweep along concurrency or rate:
+    the value against throughput and latency percentiles, the SLO (every
+    check passed) per row, the highest value that meets it marked."""
+    from specdsl.report.frontier import frontier, sweep_frontiers
+    from specdsl.report.frontier import cells as frontier_cells
+
+    out = []
+    for over, rest, rows in sweep_frontiers(v.cells):
+        best, knee = frontier(rows)
+        head, body, marks = frontier_cells(over, rows)
+        title = f"Frontier along {over}" + (f" ({rest})" if rest else "")
+        out.append(f"<h2>{esc(title)}</h2>")
+        answer = (f"highest {over} that meets the SLO: {best:g}" if best is not None else f"no {over} meets the SLO")
+        answer += f"; the first that does not: {knee:g}" if knee is not None else ""
+        out.append(f'<p class="note">SLO: every check of the cell passed. {esc(answer)}.</p>')
+        out.append(table([esc(h) for h in head], [[td(c, i > 0) for i, c in enumerate(r)] for r in body],
+                         ["pass" if m == "best" else "fail" if m == "knee" else "" for m in marks]))
     return out
 
 

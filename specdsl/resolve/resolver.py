@@ -105,11 +105,14 @@ class _Resolver:
         self.unpinned_engine_checks()
         self.cross_checks(experiments)
         experiments = cache_servers(experiments)
+        searches = [e for e in experiments if e.search is not None]
+        experiments = [e for e in experiments if e.search is None]
         objects = typed["stack"] + typed["server"] + typed["workload"]
-        objects += [x for e in experiments for x in (e.stack, e.server, e.workload)]
+        objects += [x for e in experiments + searches for x in (e.stack, e.server, e.workload)]
         self.sensitive = tuple(sorted(set(self.sensitive) | sensitive_values(objects)))
         return config.Config(
             experiments=tuple(experiments),
+            searches=tuple(searches),
             hosts=tuple(typed["host"]),
             stacks=tuple(typed["stack"]),
             servers=tuple(typed["server"]),
@@ -189,6 +192,11 @@ class _Resolver:
         cells = self.matrix_cells(attrs_.get("matrix"))
         if cells is None:
             return []
+        search = None
+        if "search" in attrs_:
+            search = self.search_of(attrs_, raw.asserts)
+            if search is None:
+                return []
         matrix_keys = tuple(cells[0].keys()) if cells and cells[0] else ()
         baseline = self.baseline_mode(self.baseline(name, attrs_.get("baseline")), attrs_.get("baseline_mode"))
         promote = self.promote(attrs_.get("promote"), bool(matrix_keys))
@@ -215,7 +223,9 @@ class _Resolver:
             workload = parts.get("workload")
             user_metrics = tuple(m.name for m in workload.metrics) if workload else ()
             for a in raw.asserts:
-                key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_)
+                # vLLM's own client reports request_goodput under its `--goodput` (the preset reads it)
+                has_slo = bool(workload and (getattr(workload, "slo", None) or workload.metrics_preset == "vllm-bench-serve"))
+                key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_, has_slo)
                 if key in self.asserts_checked:
                     continue  # the same in every cell: check once
                 self.asserts_checked.add(key)
@@ -227,6 +237,7 @@ class _Resolver:
                     variables=tuple(self.vars),
                     user_metrics=user_metrics,
                     diags=self.diags,
+                    has_slo=has_slo or workload is None,
                 )
             if parts.get("server") is not None and parts["server"].existing and "stack" not in parts:
                 parts["stack"] = NO_STACK
@@ -247,6 +258,7 @@ class _Resolver:
                     matrix=tuple((k, plain_of[id(v)] if id(v) in plain_of else plain_of.setdefault(id(v), _plain(v)))
                                  for k, v in cell.items()),
                     group=name,
+                    search=search,
                     span=block.span,
                 )
             )
@@ -268,6 +280,62 @@ class _Resolver:
             return False
         body = getattr(value, "body", ()) or ()
         return "url" in raw.values or any(getattr(i, "name", None) == "url" for i in body)
+    def search_of(self, attrs_: dict, asserts) -> config.Search | None:
+        """The experiment's `search = { over = "concurrency", from = 1, to = 64 }`
+        (`step`: the resolution, default 1), or None after saying why not."""
+        item = attrs_["search"]
+        span = item.value.span
+        example = 'write `search = { over = "concurrency", from = 1, to = 64 }`'
+        v = evaluate(item.value, self.scope, self.diags)
+        if v.value is INVALID:
+            return None
+        if not isinstance(v.value, dict):
+            self.diags.append(Diagnostic.error("`search` must be a map", span, example))
+            return None
+        for other in ("matrix", "baseline", "promote"):
+            if other in attrs_:
+                self.diags.append(Diagnostic.error(f"A search experiment cannot have `{other}`", attrs_[other].name_span,
+                                                   "a search probes one experiment at each value of its own workload; "
+                                                   "write the matrix, baseline or promotion in another experiment"))
+                return None
+        if not asserts:
+            self.diags.append(Diagnostic.error("A search needs an assertion to meet", span,
+                                               'the answer is the highest value at which every assertion passes: add '
+                                               '`assert "slo" { goodput_ratio >= 0.99 }`'))
+            return None
+        values = v.value
+        for key, x in values.items():
+            if key not in ("over", "from", "to", "step"):
+                hint = did_you_mean(key, ("over", "from", "to", "step")) or "search keys: over, from, to, step"
+                self.diags.append(Diagnostic.error(f"Unknown search key `{key}`", x.span, hint))
+                return None
+        over = values.get("over")
+        if over is None or over.value not in ("concurrency", "rate"):
+            self.diags.append(Diagnostic.error("`search.over` must be \"concurrency\" or \"rate\"",
+                                               over.span if over is not None else span, example))
+            return None
+        nums = {}
+        for key in ("from", "to", "step"):
+            x = values.get(key)
+            if x is None:
+                if key == "step":
+                    continue
+                self.diags.append(Diagnostic.error(f"`search` needs `{key}`", span, example))
+                return None
+            number = x.value
+            if isinstance(number, bool) or not isinstance(number, (int, float)) or number <= 0:
+                self.diags.append(Diagnostic.error(f"`search.{key}` must be a number above 0", x.span, example))
+                return None
+            if over.value == "concurrency" and number != int(number):
+                self.diags.append(Diagnostic.error(f"`search.{key}` must be a whole number: a concurrency is a count of streams",
+                                                   x.span, example))
+                return None
+            nums[key] = float(number)
+        if nums["from"] >= nums["to"]:
+            self.diags.append(Diagnostic.error("`search.from` must be below `search.to`", values["from"].span,
+                                               f"the search looks between them: give `to` above {nums['from']:g}"))
+            return None
+        return config.Search(over.value, nums["from"], nums["to"], nums.get("step", 1.0), span=span)
 
     def engine_checks(self, server: config.Server, stack: config.Stack, asserts) -> None:
         """The server's flags and the experiment's `effective.*` against the

@@ -21,7 +21,7 @@ from __future__ import annotations
 from specdsl.diag import Diagnostic, did_you_mean
 from specdsl.model import ast
 from specdsl.model.assert_shape import reads_baseline, shape_of, time_unit as _time_unit
-from specdsl.model.metrics import FUNCTIONS, METRICS
+from specdsl.model.metrics import FUNCTIONS, GOODPUT_METRICS, METRICS, is_function, percentile_problem
 
 _CONDITIONS = ("==", "!=", "<", "<=", ">", ">=", "and", "or")
 
@@ -34,8 +34,11 @@ def check_assert(
     variables: tuple[str, ...],
     user_metrics: tuple[str, ...],
     diags: list[Diagnostic],
+    has_slo: bool = True,
 ) -> None:
     metrics = set(METRICS) | set(user_metrics)
+    if not has_slo:
+        metrics -= set(GOODPUT_METRICS)
     if not _is_condition(item.expr):
         diags.append(
             Diagnostic.error(
@@ -53,7 +56,10 @@ def check_assert(
         elif isinstance(e, (ast.Not, ast.Neg)):
             stack.append(e.operand)
         elif isinstance(e, ast.Call):
-            if e.func not in FUNCTIONS:
+            if percentile_problem(e.func):
+                message, hint = percentile_problem(e.func)
+                diags.append(Diagnostic.error(message, _head_span(e), hint))
+            elif not is_function(e.func):
                 hint = did_you_mean(e.func, FUNCTIONS) or "functions: " + ", ".join(FUNCTIONS)
                 diags.append(Diagnostic.error(f"Unknown function `{e.func}`", _head_span(e), hint))
             elif len(e.args) != 1:
@@ -233,6 +239,12 @@ def _check_ref(e: ast.Ref, has_baseline, matrix_keys, variables, metrics, diags)
 def _metric(name: str, e: ast.Ref, metrics, diags) -> None:
     if name not in metrics:
         hint = did_you_mean(name, metrics) or "metrics include output_throughput, request_throughput, ttft, itl, tpot, e2el"
+        if name in GOODPUT_METRICS:
+            diags.append(Diagnostic.error(
+                f"`{name}` needs the workload's `slo`", e.span,
+                "goodput counts the requests that meet per-request SLOs: give the workload "
+                "`slo = { ttft = 200ms, tpot = 50ms }` (docs/language.md#goodput-and-slos)"))
+            return
         if name in ("errors", "errored", "error_count"):
             hint = "a request that errored is counted in `failed`: write `failed == 0` (it reads every run, valid or not)"
         diags.append(Diagnostic.error(f"Unknown metric `{name}`", e.span, hint))

@@ -232,6 +232,31 @@ def str_map(v: V, diags, name) -> Any:
     return config.pairs(out)
 
 
+def slo_map(v: V, diags, name) -> Any:
+    """Per-request SLOs: `{ ttft = 200ms, tpot = 50ms, e2el = 2s }`, each a
+    positive duration, as ((metric, ms), ...) in the order written."""
+    from specdsl.model.metrics import SLO_METRICS
+
+    if not isinstance(v.value, dict) or not v.value:
+        return _err(diags, f"`{name}` must be a map of latency bounds, such as `{{ ttft = 200ms, tpot = 50ms }}`", v.span)
+    out = []
+    for key, item in v.value.items():
+        x = item.value
+        if x is INVALID:
+            return INVALID
+        if key not in SLO_METRICS:
+            hint = did_you_mean(key, SLO_METRICS) or ""
+            return _err(diags, f"`{name}.{key}`: an SLO bounds one of {', '.join(SLO_METRICS)} (vLLM's goodput)", item.span,
+                        hint or f"write `{name} = {{ ttft = 200ms, tpot = 50ms }}`")
+        if not (isinstance(x, ast.Quantity) and x.unit in ast.DURATION_UNITS):
+            return _err(diags, f"`{name}.{key}` must be a duration such as `200ms`", item.span,
+                        f"write `{key} = {x}ms`" if isinstance(x, (int, float)) and not isinstance(x, bool) else "")
+        if x.seconds() <= 0:
+            return _err(diags, f"`{name}.{key}` must be positive", item.span)
+        out.append((key, float(x.seconds() * 1000.0)))
+    return tuple(out)
+
+
 def scalar_map(v: V, diags, name) -> Any:
     """Engine arguments: scalars, or lists of scalars for repeated flags."""
     if not isinstance(v.value, dict):

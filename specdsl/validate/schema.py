@@ -18,7 +18,8 @@ from specdsl.model import ast, config
 from specdsl.model.placeholders import SERVER_COMMAND, WORKLOAD_COMMAND
 from specdsl.model.values import INVALID, V
 from specdsl.validate.fields import (Check, boolean, command_list, duration, enum, failure_limit, fraction, gpu_count_or_ids,
-                                     integer, metrics_preset, number, scalar_map, ssh_target, str_list, str_map, string)
+                                     integer, metrics_preset, number, scalar_map, slo_map, ssh_target, str_list, str_map,
+                                     string)
 from specdsl.validate.slurm import check_host, slurm_settings
 
 
@@ -99,11 +100,12 @@ SCHEMAS: dict[str, dict[str, Field]] = {
         "max_launches": Field(integer(4), doc="a paired comparison's budget: at most this many server launches (two a pair, two pairs at least)"),
         "max_time": Field(duration(), doc="a paired comparison's budget: at most this much wall time of launches and runs"),
         "launch_estimate": Field(duration(), doc="your guess of one launch's cost (start, warm-up, its runs), for the plan when nothing is recorded"),
+        "slo": Field(slo_map, doc="per-request latency bounds of goodput: { ttft = 200ms, tpot = 50ms, e2el = 2s } (vLLM's --goodput)"),
         "tokenizer": Field(string, doc='what counts prompt tokens: "model" (the model\'s own) or a local path (default: the model\'s, when it is a folder)'),
     },
     "metric": {"regex": Field(string), "json": Field(string)},
 }
-EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "baseline_mode", "promote", "matrix")
+EXPERIMENT_ATTRS = ("host", "stack", "server", "workload", "baseline", "baseline_mode", "promote", "matrix", "search")
 BASELINE_MODES = ("paired", "recorded")
 NESTED = {"workload": ("metric",), "experiment": ()}
 
@@ -285,6 +287,16 @@ def build_workload(name: str, values: dict, span, metrics: tuple, spans, diags,
                 spans.get("duration") or span,
                 "a run by time keeps `concurrency` streams busy until it has passed; leave out `rate`, "
                 "`client_processes` and `command`, or give `requests` instead of `duration`",
+            )
+        )
+        return None
+    if values.get("slo") and values.get("command"):
+        diags.append(
+            Diagnostic.error(
+                "`slo` is read by the built-in client",
+                spans.get("slo") or span,
+                "goodput is counted from the requests the built-in client timed; with your own command, have it "
+                "report goodput (vllm bench serve --goodput) and read it with a `metric` block",
             )
         )
         return None

@@ -53,6 +53,16 @@ QUANTILES = {"p50": 0.5, "median": 0.5, "p90": 0.9, "p99": 0.99}
 FUNCTIONS = ("stddev", "min", "max", *QUANTILES)
 
 
+def quantile_of(func: str) -> float | None:
+    """The quantile (0..1) of `median` or any percentile `pNN` / `pNN.N`, else None."""
+    from specdsl.stats import percentile_of
+
+    if func in QUANTILES:
+        return QUANTILES[func]
+    q = percentile_of(func)
+    return q / 100.0 if q is not None else None
+
+
 def _binom_cdf(k: int, n: int, p: float) -> float:
     """P(Binomial(n, p) <= k), an exact sum."""
     if k < 0:
@@ -83,8 +93,8 @@ def fewest_runs(func: str, op: str, alpha: float = 0.05) -> int:
     """The fewest per-run values at which `func(x) OP k` can PASS at level
     1 - alpha (whatever the values): what validate holds `runs` against."""
     side = OPS[op][0] if op in OPS else 1
-    if func in QUANTILES:
-        q = QUANTILES[func]
+    if quantile_of(func) is not None:
+        q = quantile_of(func)
         n = 1
         while n < 100_000:
             low, high = quantile_ranks(n, q, alpha)
@@ -155,7 +165,7 @@ def per_run_decision(func: str, values: Sequence[float], op: str, threshold: flo
     (`func` one of FUNCTIONS); `labels` name the runs in a detail (run 1,
     run 2, ... by default)."""
     _check_args(op, alpha)
-    if func not in FUNCTIONS:
+    if func not in FUNCTIONS and quantile_of(func) is None:
         raise ValueError(f"function {func!r}: one of {', '.join(FUNCTIONS)}")
     n = len(values)
     k = float(threshold)
@@ -250,7 +260,7 @@ def _extreme(func: str, xs: list[float], names: list[str], op: str, k: float, al
 
 def _quantile(func: str, xs: list[float], op: str, k: float, alpha: float, need: int) -> Decision:
     n = len(xs)
-    q = QUANTILES[func]
+    q = quantile_of(func)
     ordered = sorted(xs)
     estimate = stats.percentile(ordered, q * 100)
     l_rank, u_rank = quantile_ranks(n, q, alpha)
