@@ -201,10 +201,17 @@ def _plan(args, session) -> int:
         say_problems(problems)
         return Exit.ERROR
     if not args.no_refresh:  # the clusters asked, as refresh asks the hosts
-        problems = slurm_problems(graph, plan, session)
+        problems, unanswered = slurm_problems(graph, plan, session, state)
         if problems is not None:
             say_problems(problems)
             return Exit.ERROR
+        known = {e["host"] for e in args.refresh_errors}
+        for e in unanswered:  # nothing recorded there: the plan stands, saying so (once a host)
+            if e["host"] not in known:
+                print(f"specdsl: warning: cannot refresh: {e['detail']}: nothing is recorded there, so its "
+                      "environments are planned as new; apply must reach it (or plan offline with --no-refresh)",
+                      file=sys.stderr)
+        args.refresh_errors = tuple(args.refresh_errors) + tuple(e for e in unanswered if e["host"] not in known)
     notes: dict = {}
     if copies and not args.no_refresh:
         copies, notes = ask_login_nodes(graph, plan, copies, session)

@@ -307,26 +307,38 @@ def login_node_copies(graph, plan, spec_dir: Path) -> tuple[list, Problems | Non
     return planned_copies(graph, jobs, spec_dir), None
 
 
-def slurm_problems(graph, plan, session: Session | None = None) -> Problems | None:
+def slurm_problems(graph, plan, session: Session | None = None,
+                   state=None) -> tuple[Problems | None, tuple[dict, ...]]:
     """What the cluster says of each Slurm host the plan submits jobs to,
     asked as apply's preflight asks it and read-only (`preflight.for_plan`:
     nothing is submitted, `sbatch --test-only` at most): each problem an
     error at the host's block, the setting the cause is about named in the
     hint; a cluster that does not answer also gets the hint of a host
-    refresh cannot reach. None when every cluster would take the jobs."""
+    refresh cannot reach. (problems or None, refresh errors): a cluster
+    that does not answer where `state` records nothing is not an error of
+    the plan, as a host refresh cannot reach is not (plan_spec): nothing
+    there needs checking, its environments are planned as new, and it is
+    a refresh error ({"kind": "unreachable", "host", "detail"}) that apply
+    must get past."""
     from specdsl.apply.slurm.preflight import for_plan
+    from specdsl.hosts import host_key
     from specdsl.plan.slurm import slurm_jobs
 
     hosts = {j.host.name: j.host for j in slurm_jobs(graph, plan)}
-    diags, unreachable = [], False
+    recorded = _recorded_hosts(state, hosts)
+    diags, unreachable, refresh_errors = [], False, []
     with _sharing(session) as s:
         for name in sorted(hosts):
-            for problem in for_plan(hosts[name], s.registry):
+            said = for_plan(hosts[name], s.registry)
+            if said and all(p.unreachable for p in said) and not ({name, host_key(hosts[name])} & recorded):
+                refresh_errors += [{"kind": "unreachable", "host": host_key(hosts[name]), "detail": p.text} for p in said]
+                continue
+            for problem in said:
                 diags.append(_slurm_diagnostic(hosts[name], problem))
                 unreachable = unreachable or problem.unreachable
     if not diags:
-        return None
-    return attrs.evolve(Problems.located(diags), hints=(REFRESH_HINT,) if unreachable else ())
+        return None, tuple(refresh_errors)
+    return attrs.evolve(Problems.located(diags), hints=(REFRESH_HINT,) if unreachable else ()), tuple(refresh_errors)
 
 
 def _slurm_diagnostic(host, problem) -> Diagnostic:

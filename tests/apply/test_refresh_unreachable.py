@@ -93,3 +93,30 @@ def test_a_host_the_spec_no_longer_names_stays_a_drift_note(nowhere):
     fresh = refresh(state, names={}, strict=True)  # no longer in the spec: its records stand, with the reason
     assert fresh.environments == frozenset({"e1"})
     assert any("unknown host" in d and "taken as they are" in d for d in fresh.drift)
+
+
+def test_a_slurm_cluster_that_does_not_answer_on_an_empty_state_plans_and_says_so(nowhere, capsys):
+    """The Slurm half: a cluster's login node that does not resolve is the
+    same refresh error as an SSH host's where nothing is recorded (the
+    cluster's own check, `sbatch --test-only`, is not asked a second time
+    as an error of the plan); where state records an environment there it
+    stays an error."""
+    nowhere.write_text(SPEC.replace('  gpus = 8\n', '  gpus = 8\n  slurm = { partition = "debug", time = 10m }\n'))
+    code = main(["plan", str(nowhere), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["valid"] is True
+    [e] = doc["refresh_errors"]  # the host once, not once for refresh and once for the cluster
+    assert e["kind"] == "unreachable" and e["host"] == "ssh:specdsl-nowhere" and "unknown host" in e["detail"]
+    assert err.count("warning: cannot refresh: host gpu8 (specdsl-nowhere)") == 1
+    code = main(["plan", str(nowhere), "--detailed-exitcode"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "+ provision.s" in out and "error" not in err
+    from specdsl.state import write_state
+
+    write_state(nowhere.parent / ".specdsl",
+                State.new().with_environment(Environment("e1", "ssh:specdsl-nowhere", "/x", "/x/bin/python", "3.11")))
+    code = main(["plan", str(nowhere)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == "" and "cannot refresh: host gpu8 (specdsl-nowhere)" in err

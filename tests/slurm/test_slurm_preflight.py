@@ -182,8 +182,14 @@ def test_plan_reports_a_partition_with_its_node_down(fresh, tmp_path):
 
 def test_plan_says_a_cluster_that_does_not_answer(fresh, tmp_path):
     """slurmctld not answering (here: slurm.conf names a port nothing
-    listens on) is said as refresh says a host it cannot reach: at the
-    host, with the hint to plan offline; no traceback."""
+    listens on) is said as refresh says a host it cannot reach: on an empty
+    state the plan stands with a warning and a refresh error (`--json`
+    valid); where state records an environment on that host, an error at
+    the host, with the hint to plan offline; no traceback either way."""
+    import json
+
+    from specdsl.state import Environment, State, write_state
+
     folder, _ = setup(tmp_path)
     etc = tmp_path / "etc-dead"
     etc.mkdir()
@@ -194,9 +200,18 @@ def test_plan_says_a_cluster_that_does_not_answer(fresh, tmp_path):
     conf = "".join(f"SlurmctldPort={dead}\n" if line.startswith("SlurmctldPort=") else line
                    for line in Path(fresh.conf).read_text().splitlines(keepends=True))
     (etc / "slurm.conf").write_text(conf)
+    dead_env = {"SLURM_CONF": str(etc / "slurm.conf")}
+    out = plan(fresh, folder, "--json", env_extra=dead_env)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    [e] = doc["refresh_errors"]
+    assert doc["valid"] is True and e["kind"] == "unreachable" and "slurmctld does not answer" in e["detail"], e
+    assert "warning: cannot refresh: host cluster: slurmctld does not answer" in out.stderr, out.stderr
+    assert "nothing is recorded there, so its environments are planned as new" in out.stderr
+    assert fresh.jobs() == []
+    write_state(folder / ".specdsl", State.new().with_environment(Environment("e1", e["host"], "/x", "/x/bin/python", "3.11")))
     text = assert_plan_refused(fresh, folder, "Host `cluster`: slurmctld does not answer",
-                               "the cluster did not answer plan", "--no-refresh",
-                               env_extra={"SLURM_CONF": str(etc / "slurm.conf")})
+                               "the cluster did not answer plan", "--no-refresh", env_extra=dead_env)
     assert "is set at" not in text
 
 
