@@ -229,7 +229,8 @@ def applied(args) -> int:
     t0 = time.monotonic()
     try:
         with ExitStack() as stack:
-            sides = [bd.Side("main", stack.enter_context(bd.old_tree(ref, scratch)), scratch), bd.Side("new", ROOT, scratch)]
+            sides = ([] if args.new_only else [bd.Side("main", stack.enter_context(bd.old_tree(ref, scratch)), scratch)]) + \
+                [bd.Side("new", ROOT, scratch)]
             for side in sides:  # each side's environments, built once, not counted
                 prime = scratch / f"prime-{side.name}"
                 primed = side.apply(prime, bd.spec_text({"p": 1.0}, {}, prime / "life.txt", 0, dict(noise, runs=1)), args.timeout)
@@ -244,12 +245,15 @@ def applied(args) -> int:
                     print(f"story {i} {side.name}: " + (rec.get("error") or f"exit {rec['exit']}, {rec['launches']} launches, "
                                                          f"{rec['wall_s']:.1f}s, {rec['verdicts']}"), flush=True)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {scratch}", flush=True)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
     wall = time.monotonic() - t0
     rows = ["| design | verdicts as the story's (upgrade FAIL, fix PASS) | promoted (exit 0) | upgrade: pairs | fix: pairs "
             "| launches per replay (baseline + upgrade + fix) | mean | at most 9 | wall s per replay |",
             "|---|---|---|---|---|---|---|---|---|"]
-    for side in ("main", "new"):
+    for side in (("new",) if args.new_only else ("main", "new")):
         mine = [r for r in records if r["side"] == side and "error" not in r]
         ok = [r for r in mine if r["verdicts"].get("upgrade", ("",))[0] == "fail" and r["verdicts"].get("fix", ("",))[0] == "pass"]
         launches = [r["launches"] for r in mine]
@@ -262,7 +266,7 @@ def applied(args) -> int:
                     f"| {sum(x <= AS_WRITTEN_LIMIT for x in launches)}/{len(launches)} "
                     f"| {statistics.fmean(r['wall_s'] for r in mine) if mine else float('nan'):.1f} |")
         print(rows[-1])
-    cmd = f"python benchmarks/bench_story.py --apply {args.apply} --old-ref {args.old_ref}" + \
+    cmd = f"python benchmarks/bench_story.py --apply {args.apply} " + ("--new-only" if args.new_only else f"--old-ref {args.old_ref}") + \
         (f" --launch-sd {args.launch_sd:g}" if args.launch_sd else "") + (f" --run-noise {args.run_noise:g}" if args.run_noise != 0.005 else "") + \
         (f" --itl-ms {args.itl_ms:g}" if args.itl_ms != 200.0 else "") + (f" --output-len {args.output_len}" if args.output_len != 4 else "")
     text = "\n".join([
@@ -294,6 +298,8 @@ def main(argv=None) -> int:
     ap.add_argument("--apply", type=int, default=0, help="replay the story as written this many times through apply, "
                     "this tree against --old-ref, interleaved (nothing else)")
     ap.add_argument("--old-ref", default="main", help="the tree before the change (--apply)")
+    ap.add_argument("--new-only", action="store_true", help="replay this tree alone, no --old-ref (--apply)")
+    ap.add_argument("--keep", action="store_true", help="keep the replays' folders (their results) and say where (--apply)")
     ap.add_argument("--launch-sd", type=float, default=0.0, help="the double's launch sd (--apply)")
     ap.add_argument("--run-noise", type=float, default=0.005, help="the double's run noise, CV per request (--apply)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds an apply may take (--apply)")
