@@ -101,6 +101,20 @@ def blocks_of(doc: dict, effective: dict) -> tuple[Results, Results, tuple[tuple
     return (attrs.evolve(results(a_all), effective=eff_a), results(b_all), tuple(pairs))
 
 
+def launch_mean(block: Results) -> Results:
+    """One arm's launch in a pair as the verdict reads it: its runs' scalar
+    metrics as their mean (docs/verdicts.md, "What `runs` means in a paired
+    comparison": an arm's one value in its pair is the mean of its launch's
+    runs, as the simulations of its error rates model it; a bare metric of
+    several runs reads their median, which of a launch whose runs trend is
+    its middle run alone), per-request samples pooled as they were."""
+    if len(block.runs) < 2:
+        return block
+    keys = {k for r in block.runs for k in r}
+    mean = {k: sum(r[k] for r in block.runs if k in r) / sum(1 for r in block.runs if k in r) for k in keys}
+    return attrs.evolve(block, runs=(mean,))
+
+
 def _value(term, mine, baseline, env) -> float:
     return float(checks.evaluate(term, mine, baseline, env, []))
 
@@ -128,7 +142,8 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
         if shape.kind == "ratio":
             k = _constant(shape.k, env) if shape.k is not None else 1.0
             if measured.pairs:
-                pairs = [(_value(shape.baseline, None, a, env), _value(shape.candidate, b, None, env)) for a, b in measured.pairs]
+                pairs = [(_value(shape.baseline, None, launch_mean(a), env), _value(shape.candidate, launch_mean(b), None, env))
+                         for a, b in measured.pairs]
                 if schedule is not None and len(pairs) >= 2:
                     d = v.sequential_decision(pairs, shape.op, k, schedule, alpha=alpha)
                 else:
