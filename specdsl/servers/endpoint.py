@@ -27,6 +27,7 @@ import requests
 
 from specdsl.hosts.http import session
 from specdsl.model.endpoint import EFFECTIVE_PREFIX, IDENTITY_FIELDS, shown
+from specdsl.servers.sglang import flatten
 
 PROBE_TIMEOUT_S = 5.0
 _INFO = re.compile(r'^(vllm:cache_config_info|vllm:model_config_info)\{(?P<labels>[^}]*)\}', re.M)
@@ -104,7 +105,7 @@ def probe(server, timeout: float = PROBE_TIMEOUT_S) -> Report:
         if isinstance(info, dict) and ("model_path" in info or "tp_size" in info):
             engine = engine or "sglang"
             version = info.get("version")
-            effective |= {k: v for k, v in _flatten(info).items() if _plain(v)}
+            effective |= {k: v for k, v in flatten(info).items() if _plain(v)}
         else:
             ver = _json(get("/version")[0])
             if isinstance(ver, dict) and isinstance(ver.get("version"), str):
@@ -151,17 +152,6 @@ def _json(resp) -> Any:
         return resp.json()
     except ValueError:
         return None
-
-
-def _flatten(data: dict) -> dict:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            for inner, v in value.items():
-                out[f"{key}.{inner}"] = v
-        else:
-            out[key] = value
-    return out
 
 
 def _plain(value: Any) -> bool:

@@ -58,7 +58,7 @@ class Sglang(Adapter):
                     data = resp.json()
                 except ValueError:
                     continue
-                return resolved_over(_flatten(data), config) if isinstance(data, dict) else {}
+                return resolved_over(flatten(data), config) if isinstance(data, dict) else {}
         return {}
 
 
@@ -73,8 +73,10 @@ def _is_unresolved(value: Any) -> bool:
     return isinstance(value, (str, type(None))) and value in _UNRESOLVED
 
 
-def _flatten(data: dict[str, Any]) -> dict[str, Any]:
-    """Top-level keys as they are; nested dicts (e.g. internal states) as `outer.inner`."""
+def flatten(data: dict[str, Any]) -> dict[str, Any]:
+    """SGLang's /server_info as one level: top-level keys as they are;
+    nested dicts (e.g. internal states) as `outer.inner` (also read by
+    specdsl.servers.endpoint for a server already running)."""
     out: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict):
