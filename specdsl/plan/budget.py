@@ -335,5 +335,7 @@ def budget_advice(undecided, step, state, durations):
     if not limit.any or own_fit(step, state, durations, done=undecided.pairs, most=undecided.pairs + 1) > undecided.pairs:
         return undecided
     said = f"its budget ({limit.text()} of workload {workload.name}) is reached at {undecided.pairs} pairs: raise it to measure more"
-    rest = undecided.advice.removesuffix(f"; max_runs = {undecided.most} allows it: apply again")  # it would not
+    from specdsl.plan.cost import allows_more
+
+    rest = undecided.advice.removesuffix("; " + allows_more(workload, undecided.most))  # it would not
     return attrs.evolve(undecided, advice=f"{said}; {rest}" if rest else said)

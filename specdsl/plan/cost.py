@@ -308,6 +308,15 @@ class Undecided:
         return out
 
 
+def allows_more(workload, most: int) -> str:
+    """The end of an undecided verdict's advice when its `max_runs` (`most`
+    pairs) still allows more pairs (plan.budget takes it off where a budget
+    would not)."""
+    from specdsl.plan.economy import budget_runs
+
+    return f"max_runs = {budget_runs(workload)} ({most} pairs) allows it: apply again"
+
+
 def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, durations: Durations,
                  calibrated: float | None, spec: str, block: int | None = None) -> Undecided:
     """What would decide the inconclusive verdict `verdict_run` of `check_step`
@@ -370,6 +379,6 @@ def undecided_of(check_step, verdict_run, bench_step, *, not_promoted: str, dura
     # `max_runs` counts runs of each arm (plan.economy): the pairs needed, `per_launch` runs each
     todo = (f"raise `max_runs` of workload {workload.name} to {needed * per_launch} ({needed} pairs of {per_launch} "
             f"run{'s' if per_launch != 1 else ''} a launch) and apply again" if needed > most
-            else f"max_runs = {budget_runs(workload)} ({most} pairs) allows it: apply again")
+            else allows_more(workload, most))
     return attrs.evolve(base, noise=noise, needed=needed, more_pairs=more, launches=launches(more), seconds=seconds,
                         advice=f"{what}; {todo}")
