@@ -28,6 +28,16 @@ import time
 from urllib.parse import urlsplit
 
 
+def _event(line: bytes) -> dict | None:
+    """One SSE line's JSON event; None for a line that is not `data:` or is
+    `data: [DONE]`."""
+    line = line.strip()
+    if not line.startswith(b"data:"):
+        return None
+    payload = line[5:].strip()
+    return None if payload == b"[DONE]" else json.loads(payload)
+
+
 def _one(conn: http.client.HTTPConnection, path: str, body: bytes) -> dict:
     headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
     start = time.perf_counter()
@@ -46,13 +56,9 @@ def _one(conn: http.client.HTTPConnection, path: str, body: bytes) -> dict:
         buffer += data
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
-            line = line.strip()
-            if not line.startswith(b"data:"):
+            obj = _event(line)
+            if obj is None:
                 continue
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                continue
-            obj = json.loads(payload)
             if obj.get("choices"):
                 if not chunks:
                     double_t = obj.get("double_t")
@@ -91,13 +97,9 @@ def _one_new_connection(host: str, port: int, path: str, body: bytes) -> dict:
             now = time.perf_counter()
             if not line:
                 break
-            line = line.strip()
-            if not line.startswith(b"data:"):
+            obj = _event(line)
+            if obj is None:
                 continue
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                continue
-            obj = json.loads(payload)
             if obj.get("choices"):
                 if not chunks:
                     double_t = obj.get("double_t")

@@ -54,7 +54,7 @@ def run(ctx: StepContext) -> Outcome:
         workload = attrs.evolve(workload, runs=workload.runs - len(prior))
     workload = attrs.evolve(workload, dataset=local_dataset(workload.dataset, walk.spec_dir))
     folder = ctx.new_run()
-    adapter = servers.adapter_for(engine) if engine in ("sglang", "vllm", "transformers") else servers.adapter_for("command")
+    adapter = _adapter(engine)
     tokenizer = tokenizer_for(workload, server.model, walk.spec_dir)
     try:
         with _api_key(server):
@@ -83,6 +83,15 @@ def run(ctx: StepContext) -> Outcome:
     bad = validity.note_invalid(ctx, result.runs, exp.workload.runs)
     return completed(ctx, ", ".join(x for x in (f"existing server at {url}, nothing launched", summary, bad) if x),
                      str(folder))
+
+
+def _adapter(engine: str):
+    """The adapter whose client quirks and server side fit what the server
+    reported itself as: an engine specdsl knows, else the plain OpenAI one
+    (`command`)."""
+    from specdsl.facts.engines import BY_NAME
+
+    return servers.adapter_for(engine if engine in BY_NAME else "command")
 
 
 def _secrets(server) -> list[str]:
@@ -175,7 +184,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     adapters = {}
     for letter, server in arms.items():
         engine = server.engine or reports[letter].identity.get("engine") or ""
-        adapters[letter] = servers.adapter_for(engine if engine in ("sglang", "vllm", "transformers") else "command")
+        adapters[letter] = _adapter(engine)
 
     def doc() -> dict:
         from specdsl import __version__
