@@ -26,6 +26,7 @@ from specdsl.report import verdicts as vlines
 from specdsl.report.differences import Difference, differences_of
 from specdsl.report.release import ReleaseFacts, release_facts
 from specdsl.state import RunRecord, State
+from specdsl.state.queries import Queries
 from specdsl.verdict.decision import Decision, Status
 from specdsl.verdict.record import Verdict
 
@@ -125,59 +126,18 @@ class ExperimentView:
     measured_as: str = ""  # the experiment asked for, when this is the comparison that measured it as its baseline arm
 
 
-class Index:
-    """State looked up by address, id and identity, once (a sweep asks
-    thousands of times)."""
+class Index(Queries):
+    """The state's queries (specdsl.state.queries: runs by step and
+    experiment, results, verdict runs, checks), with the state folder the
+    report reads run folders from."""
 
     def __init__(self, state: State, state_dir: Path) -> None:
-        self.state, self.state_dir = state, Path(state_dir)
-        self.runs = {r.id: r for r in state.runs}
-        self.by_step: dict[str, list[RunRecord]] = {}
-        self.by_experiment: dict[str, list[RunRecord]] = {}
-        for r in state.runs:
-            self.by_step.setdefault(r.step, []).append(r)
-            self.by_experiment.setdefault(r.experiment, []).append(r)
-        self.steps = {s.addr: s for s in state.steps}
-        self.launches = {s.identity: s for s in state.steps if s.kind == "launch"}
-        self.checks: dict[str, list[str]] = {}
-        for addr in sorted(set(self.steps) | set(self.by_step)):
-            if addr.startswith("check."):
-                for exp in self.by_experiment_of_check(addr):
-                    self.checks.setdefault(exp, []).append(addr)
-
-    def by_experiment_of_check(self, addr: str) -> list[str]:
-        runs = self.by_step.get(addr)
-        if runs:
-            return [runs[-1].experiment]
-        # a check with a record but no run: its experiment is the address minus the check's name
-        head = addr[len("check."):].rsplit(".", 1)[0]
-        return [head]
+        super().__init__(state)
+        self.state_dir = Path(state_dir)
 
     def content(self, addr: str) -> dict:
         step = self.steps.get(addr)
         return step.content_dict() if step is not None else {}
-
-    def result(self, experiment: str) -> RunRecord | None:
-        """The benchmark result of `experiment`: its step's recorded
-        result, else the latest completed run of its benchmark step."""
-        addr = f"benchmark.{experiment}"
-        step = self.steps.get(addr)
-        if step is not None:
-            run = self.state.result(step.identity)
-            if run is not None and run.step == addr:
-                return run
-        return next((r for r in reversed(self.by_step.get(addr, ())) if r.status == "completed"), None)
-
-    def verdict_run(self, addr: str) -> RunRecord | None:
-        step = self.steps.get(addr)
-        runs = [r for r in self.by_step.get(addr, ()) if r.status == "completed" and r.verdict is not None]
-        if step is not None:
-            mine = [r for r in runs if r.identity == step.identity]
-            runs = mine or runs
-        return runs[-1] if runs else None
-
-    def experiments(self) -> list[str]:
-        return sorted(e for e in self.by_experiment if e)
 
 
 def doc_of(run: RunRecord | None, state_dir: Path) -> dict | None:
@@ -206,7 +166,7 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
         notes.append(f"{left_out}; no verdict reads them")
 
     baseline, base_run, base_doc = _baseline_of(ix, name, doc)
-    verdict_list = [_verdict(ix, addr, name, doc, run, base_run, base_doc) for addr in ix.checks.get(name, ())]
+    verdict_list = [_verdict(ix, addr, name, doc, run, base_run, base_doc) for addr in ix.checks_of(name)]
     metric = _headline(ix, verdict_list, run, doc)
 
     runs: list[RunPoint] = []
@@ -280,7 +240,7 @@ def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord
     when measured apart, its document)."""
     if doc and doc.get("pairs"):
         return doc.get("arms", {}).get("A", ""), None, None
-    for addr in ix.checks.get(name, ()):
+    for addr in ix.checks_of(name):
         base = ix.content(addr).get("baseline")
         if isinstance(base, dict) and "paired" in base:
             return str(base["paired"]), None, None
@@ -393,7 +353,7 @@ def failures_of(ix: Index, name: str) -> list[Failure]:
     """Each step of the experiment whose latest run did not complete, and
     the step each skipped one names as the cause."""
     latest: dict[str, RunRecord] = {}
-    for r in ix.by_experiment.get(name, ()):
+    for r in ix.runs_of_experiment(name):
         latest[r.step] = r
     out, seen = [], set()
 
