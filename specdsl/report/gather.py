@@ -282,9 +282,11 @@ def _verdict(ix: Index, addr: str, name: str, doc, run, base_run, base_doc) -> C
 
 
 def _pair_values(expr, doc, run) -> tuple[PairValue, ...]:
-    """Pair by pair, as judge takes them: each arm's value and the ratio (or
-    the candidate's value), with the launch each block ran on."""
-    from specdsl.apply.judge import blocks_of
+    """Pair by pair, as the verdict reads them (judge.pair_points: a
+    ratio's arms each as the mean of its launch's runs): each arm's value
+    and the ratio (or the candidate's value), with the launch each block
+    ran on."""
+    from specdsl.apply.judge import blocks_of, pair_points
 
     if not (doc and doc.get("pairs")):
         return ()
@@ -293,20 +295,17 @@ def _pair_values(expr, doc, run) -> tuple[PairValue, ...]:
         return ()
     _a, _b, pairs = blocks_of(doc, effective_of(run))
     out = []
-    for p, (a, b) in zip(doc["pairs"], pairs):
+    for p, (base, cand) in zip(doc["pairs"], pair_points(shape, pairs, {})):
         launch = {blk["arm"]: blk.get("launch") for blk in p["blocks"]}
-        cand = float(checks.evaluate(shape.candidate, b, None, {}, []))
-        if shape.kind == "ratio":
-            base = float(checks.evaluate(shape.baseline, None, a, {}, []))
-            out.append(PairValue(p["pair"], launch.get("A"), launch.get("B"), base, cand, cand / base))
-        else:
-            out.append(PairValue(p["pair"], launch.get("A"), launch.get("B"), None, cand, cand))
+        value = cand / base if shape.kind == "ratio" else cand
+        out.append(PairValue(p["pair"], launch.get("A"), launch.get("B"), base, cand, value))
     return tuple(out)
 
 
 def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
-    """The values the interval was computed from, as judge computes them."""
-    from specdsl.apply.judge import blocks_of
+    """The values the interval was computed from, as judge computes them
+    (a paired one's pairs through judge.pair_points, as the verdict)."""
+    from specdsl.apply.judge import blocks_of, pair_points
 
     shape = shape_of(expr)
 
@@ -314,14 +313,15 @@ def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
         return float(checks.evaluate(term, mine, base, {}, []))
 
     if doc and doc.get("pairs"):
+        if shape.kind not in ("ratio", "difference", "absolute"):
+            return ()
         _a, _b, pairs = blocks_of(doc, effective_of(run))
+        points = pair_points(shape, pairs, {})
         if shape.kind == "ratio":
-            return tuple(value(shape.candidate, b, None) / value(shape.baseline, None, a) for a, b in pairs)
+            return tuple(cand / base for base, cand in points)
         if shape.kind == "difference":
-            return tuple(value(shape.candidate, b, None) - value(shape.baseline, None, a) for a, b in pairs)
-        if shape.kind == "absolute":
-            return tuple(value(shape.candidate, b, None) for _a, b in pairs)
-        return ()
+            return tuple(cand - base for base, cand in points)
+        return tuple(cand for _base, cand in points)
     if doc is None or shape.kind not in ("ratio", "absolute", "difference"):
         return ()
     per_run = [checks.Results.from_bench({"runs": [r]}, {}) for r in doc.get("runs", ()) if not r.get("invalid")]
