@@ -150,6 +150,7 @@ def run_benchmark(
     first_run: int = 0,
     watches: Sequence[RunWatch] = (),
     jit: Callable[[], list] | None = None,
+    rate_hint: float = 0.0,
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
@@ -164,7 +165,11 @@ def run_benchmark(
     with the run, and a run one of them finds disturbed is invalid. `jit()`
     returns the compile lines the server's log gained since it was last
     called (each with `kind` and `line`: specdsl.servers.jit); None: the
-    log is not read. Writes per-request records under `out_dir`.
+    log is not read. `rate_hint` is the most requests a second this
+    server's launch has reached before this call (its warm-up's and
+    earlier runs' `peak_rate`, which a caller that makes one call a run
+    carries over): a run of `duration` makes its fresh prompts from it
+    (`_Bench.prompt_count`). Writes per-request records under `out_dir`.
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
@@ -177,6 +182,7 @@ def run_benchmark(
     _check_workload(workload)
     bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit)
     bench.watches = tuple(watches)
+    bench.peak_rate = max(0.0, float(rate_hint))
     try:
         runs = _run_loop(bench.session(bench.all_runs))
     except BenchError as exc:
@@ -204,10 +210,14 @@ def warm_up(
     launch, before the runs of both arms alternate. Nothing is measured or
     written but the folder; returns what `_Bench.warm_up` does. Raises
     BenchError when every warm-up request failed, or on `stop`; Unsettled
-    when a steady warm-up did not settle."""
+    when a steady warm-up did not settle. What it returns holds
+    `peak_rate` where a batch of it was timed: the most requests a second
+    one reached (a later `run_benchmark` on this launch takes it as its
+    `rate_hint`)."""
     _check_workload(workload)
     bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit)
-    return _run_loop(bench.session(bench.warm_up))
+    done = _run_loop(bench.session(bench.warm_up))
+    return done | {"peak_rate": round(bench.peak_rate, 3)} if bench.peak_rate > 0 else done
 
 
 def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None):
@@ -406,9 +416,12 @@ class _Bench:
         _count_tokens(records, texts, self.tok)
         _fill_prompt_lens(records, prompts)
         path = self.out_dir / f"run-{index}.requests.jsonl"
+        window = float(seconds) if seconds and offsets is None else None  # a closed loop for a time: read over its window
         header = {"run": index, "duration_s": duration, "url": runner.url, "prompts": prompt_record, "cache_reset": cache}
+        if window:
+            header["window_s"] = window
         write_records(path, header, records)
-        metrics, samples, failures = compute_metrics(records, duration, getattr(w, "slo", None))
+        metrics, samples, failures = compute_metrics(records, duration, getattr(w, "slo", None), window)
         if metrics["completed"] == 0:
             raise BenchError(f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}")
         server_metrics, server_record = run_figures(self.server, before, after)

@@ -182,6 +182,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     folder = ctx.new_run()
     warned: list[str] = []
     adapters = {}
+    rates: dict[str, float] = {}  # arm -> the most requests a second it has reached (a duration run's fresh prompts)
     for letter, server in arms.items():
         engine = server.engine or reports[letter].identity.get("engine") or ""
         adapters[letter] = _adapter(engine)
@@ -203,11 +204,14 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
             with _api_key(server):
                 result = bench.run_benchmark(wl, base_url(server), server.model, folder / sub,
                                              quirks=adapters[letter].quirks, tokenizer=tokenizer, progress=say,
-                                             stop=ctx.stop, server=adapters[letter].server_side(), first_run=i)
+                                             stop=ctx.stop, server=adapters[letter].server_side(), first_run=i,
+                                             rate_hint=rates.get(letter, 0.0))
         except bench.BenchError as exc:
             raise StepFailed(f"pair {i + 1} arm {letter}, existing server at {shown(server.url)}: "
                              f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
         warned.extend(f"{ctx.addr} pair {i + 1} arm {letter} ({names[letter]}): {w}" for w in result.warnings())
+        rates[letter] = max([rates.get(letter, 0.0)] + [r.metrics.get("completed", 0.0) / r.metrics["duration"]
+                                                        for r in result.runs if r.metrics.get("duration")])
         return list(result.runs)
 
     try:
@@ -218,9 +222,10 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
                 w_warm = attrs.evolve(w_run, warmup=workload.warmup)
                 try:
                     with _api_key(server):
-                        bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
+                        got = bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
                                       quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, walk.spec_dir),
                                       stop=ctx.stop)
+                    rates[letter] = float(got.get("peak_rate") or 0.0)
                 except bench.BenchError as exc:
                     raise StepFailed(f"arm {letter}, existing server at {shown(server.url)}: warm-up: "
                                      f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
