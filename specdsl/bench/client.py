@@ -186,16 +186,15 @@ def make_session(limit: int) -> aiohttp.ClientSession:
     )
 
 
-AUTHORIZATION_ENV = "SPECDSL_CLIENT_AUTHORIZATION"
-
-
-def request_headers() -> dict[str, str]:
-    """JSON content type, and the `Authorization` header: the whole value
-    in SPECDSL_CLIENT_AUTHORIZATION (what apply sets for a server already
+def request_headers(authorization: str | None = None) -> dict[str, str]:
+    """JSON content type, and the `Authorization` header: `authorization`,
+    the whole value, when given (what apply passes for a server already
     running: its key, or its URL's credentials, so that no URL the client
-    records holds them), else a bearer token when OPENAI_API_KEY is set."""
+    records holds them; an argument, never the environment, which every
+    process started meanwhile would inherit), else a bearer token when
+    OPENAI_API_KEY is set."""
     headers = {"Content-Type": "application/json"}
-    given = os.environ.get(AUTHORIZATION_ENV)
+    given = authorization
     api_key = os.environ.get("OPENAI_API_KEY")
     if given:
         headers["Authorization"] = given

@@ -150,6 +150,7 @@ def run_benchmark(
     first_run: int = 0,
     watches: Sequence[RunWatch] = (),
     jit: Callable[[], list] | None = None,
+    authorization: str | None = None,
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
@@ -164,7 +165,9 @@ def run_benchmark(
     with the run, and a run one of them finds disturbed is invalid. `jit()`
     returns the compile lines the server's log gained since it was last
     called (each with `kind` and `line`: specdsl.servers.jit); None: the
-    log is not read. Writes per-request records under `out_dir`.
+    log is not read. `authorization`: the `Authorization` header's value
+    for every request (a secret: sent, never written; to worker processes
+    on their stdin). Writes per-request records under `out_dir`.
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
@@ -175,7 +178,8 @@ def run_benchmark(
     (specdsl.bench.validity). A steady warm-up that did not settle raises
     `Unsettled` (a BenchError) before any run."""
     _check_workload(workload)
-    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit)
+    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit,
+                               authorization)
     bench.watches = tuple(watches)
     try:
         runs = _run_loop(bench.session(bench.all_runs))
@@ -198,6 +202,7 @@ def warm_up(
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     jit: Callable[[], list] | None = None,
+    authorization: str | None = None,
 ) -> dict[str, Any]:
     """Only the warm-up of `workload` (see `_Bench.warm_up`) against the
     server at `base_url`: what a paired benchmark sends once after each
@@ -206,11 +211,12 @@ def warm_up(
     BenchError when every warm-up request failed, or on `stop`; Unsettled
     when a steady warm-up did not settle."""
     _check_workload(workload)
-    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit)
+    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit, authorization)
     return _run_loop(bench.session(bench.warm_up))
 
 
-def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None):
+def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None,
+             authorization=None):
     """(the _Bench of one call, the request settings it uses)."""
     out_dir = Path(out_dir)
     private.make_dirs(out_dir)
@@ -220,7 +226,7 @@ def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, st
     first_prompts, _ = source.prompts(1, first_run)
     settings = request_settings(workload, url, model, quirks, tokenizer, source,
                                 request_body(first_prompts[0], model, quirks, workload.ignore_eos))
-    runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
+    runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop, authorization=authorization)
     say = progress or (lambda _msg: None)
     bench = _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run)
     bench.jit = jit or (lambda: [])
@@ -286,7 +292,8 @@ class _Bench:
         try:
             if processes(w) == 1:
                 return await work()
-            async with WorkerPool(processes(w), self.out_dir, runner.url, float(w.timeout), self.tok is not None) as pool:
+            async with WorkerPool(processes(w), self.out_dir, runner.url, float(w.timeout), self.tok is not None,
+                                  runner.authorization) as pool:
                 self.say(f"client: {pool.count} processes (pids {', '.join(map(str, pool.pids))})")
                 self.pool = pool
                 return await work()
