@@ -151,6 +151,7 @@ def run_benchmark(
     watches: Sequence[RunWatch] = (),
     jit: Callable[[], list] | None = None,
     rate_hint: float = 0.0,
+    authorization: str | None = None,
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
@@ -169,7 +170,9 @@ def run_benchmark(
     server's launch has reached before this call (its warm-up's and
     earlier runs' `peak_rate`, which a caller that makes one call a run
     carries over): a run of `duration` makes its fresh prompts from it
-    (`_Bench.prompt_count`). Writes per-request records under `out_dir`.
+    (`_Bench.prompt_count`). `authorization`: the `Authorization` header's
+    value for every request (a secret: sent, never written; to worker
+    processes on their stdin). Writes per-request records under `out_dir`.
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
@@ -180,7 +183,8 @@ def run_benchmark(
     (specdsl.bench.validity). A steady warm-up that did not settle raises
     `Unsettled` (a BenchError) before any run."""
     _check_workload(workload)
-    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit)
+    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit,
+                               authorization)
     bench.watches = tuple(watches)
     bench.peak_rate = max(0.0, float(rate_hint))
     try:
@@ -204,6 +208,7 @@ def warm_up(
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     jit: Callable[[], list] | None = None,
+    authorization: str | None = None,
 ) -> dict[str, Any]:
     """Only the warm-up of `workload` (see `_Bench.warm_up`) against the
     server at `base_url`: what a paired benchmark sends once after each
@@ -215,12 +220,13 @@ def warm_up(
     one reached (a later `run_benchmark` on this launch takes it as its
     `rate_hint`)."""
     _check_workload(workload)
-    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit)
+    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit, authorization)
     done = _run_loop(bench.session(bench.warm_up))
     return done | {"peak_rate": round(bench.peak_rate, 3)} if bench.peak_rate > 0 else done
 
 
-def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None):
+def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None,
+             authorization=None):
     """(the _Bench of one call, the request settings it uses)."""
     out_dir = Path(out_dir)
     private.make_dirs(out_dir)
@@ -230,7 +236,7 @@ def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, st
     first_prompts, _ = source.prompts(1, first_run)
     settings = request_settings(workload, url, model, quirks, tokenizer, source,
                                 request_body(first_prompts[0], model, quirks, workload.ignore_eos))
-    runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
+    runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop, authorization=authorization)
     say = progress or (lambda _msg: None)
     bench = _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run)
     bench.jit = jit or (lambda: [])
@@ -296,7 +302,8 @@ class _Bench:
         try:
             if processes(w) == 1:
                 return await work()
-            async with WorkerPool(processes(w), self.out_dir, runner.url, float(w.timeout), self.tok is not None) as pool:
+            async with WorkerPool(processes(w), self.out_dir, runner.url, float(w.timeout), self.tok is not None,
+                                  runner.authorization) as pool:
                 self.say(f"client: {pool.count} processes (pids {', '.join(map(str, pool.pids))})")
                 self.pool = pool
                 return await work()
