@@ -412,7 +412,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         made[0] += len(result.runs)
         for c in readers_of(label, block_comps):
             c.done.add_runs(i, letter, result.runs, c.local[n])
-        return seen
+        return bursts.round_record(seen, result.runs)  # what the round's rule reads (apply.bursts)
 
     def drop(i: int, label: str, why: str, block_comps) -> None:
         """Arm `label`'s latest run of pair `i` is invalid (a burst): it no longer takes a place in the progress."""
