@@ -1,0 +1,177 @@
+"""TEST DOUBLE core: the one stdlib HTTP server (http.server, a thread per
+connection, HTTP/1.1 keep-alive, TCP_NODELAY) that the tests' doubles of an
+OpenAI-compatible serving engine are made of. Not an LLM. Each double in
+tests/ is a small script that parses its own command line and builds a
+`Double` with options:
+
+- **timing model** (`timing`): a function of the `Request` (its number,
+  the load in flight at its arrival, its body) giving (TTFT, ITL) in
+  seconds. POST /v1/completions and /v1/chat/completions then stream
+  `max_tokens` tokens (default 16) as OpenAI SSE chunks, each SSE event
+  its own HTTP/1.1 chunk: the first TTFT after the request's body was
+  read, then one every ITL on an absolute schedule (token k at read + TTFT
+  + k * ITL, so a late wake-up does not shift the tokens after it), then a
+  usage chunk (`prompt_tokens`) and `data: [DONE]`;
+- **endpoints served** (`get`, `post`): path -> a function giving
+  (status, body, content type); any other GET answers `fallback`; any
+  other POST streams (or, with `plain` set, answers `plain` to a request
+  that did not ask to stream);
+- **engine look-alike**: what a double's `get` serves (`models_list` is
+  vLLM's and everyone's /v1/models; `metrics_text` Prometheus text);
+- **bounds**: `lifetime_s` ends the process after that long whatever
+  happens, `pids` appends `PID PGID` to a file (a test checks the group is
+  gone); the port (0: the system's choice) is printed as `PORT N`, with
+  the double's own `lines` after it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+Answer = tuple[int, bytes, str]  # (status, body, content type)
+JSON = "application/json"
+PROMETHEUS = "text/plain; version=0.0.4"
+
+
+@dataclass(frozen=True)
+class Request:
+    """A streamed request as the timing model sees it."""
+
+    path: str
+    body: dict
+    number: int  # 1 for the first streamed request the server got
+    load: int  # streamed requests in flight when it arrived, itself counted
+    tokens: int  # how many tokens it streams
+
+
+def event(obj) -> bytes:
+    """One SSE event as its own HTTP/1.1 chunk."""
+    data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+_DONE = b"data: [DONE]\n\n"
+END = b"%x\r\n%s\r\n0\r\n\r\n" % (len(_DONE), _DONE)
+
+
+def models_list(model: str = "m") -> Callable[[], Answer]:
+    return lambda: (200, json.dumps({"object": "list", "data": [{"id": model, "object": "model"}]}).encode(), JSON)
+
+
+def metrics_text(text: Callable[[], str]) -> Callable[[], Answer]:
+    return lambda: (200, text().encode(), PROMETHEUS)
+
+
+class Double:
+    def __init__(self, *, timing: Callable[[Request], tuple[float, float]],
+                 get: Mapping[str, Callable[[], Answer]] | None = None,
+                 post: Mapping[str, Callable[[], Answer]] | None = None,
+                 fallback: tuple[int, bytes] = (404, b"{}"), plain: bytes | None = None,
+                 prompt_tokens: int = 1, lifetime_s: float | None = None, pids: str | None = None,
+                 backlog: int = 256) -> None:
+        self.timing = timing
+        self.get = dict(get or {})
+        self.post = dict(post or {})
+        self.fallback = fallback
+        self.plain = plain
+        self.prompt_tokens = prompt_tokens
+        self.lifetime_s = lifetime_s
+        self.pids = pids
+        self.backlog = backlog
+        self.lock = threading.Lock()
+        self.requests = 0  # streamed requests so far
+        self.inflight = 0
+
+    def _arrive(self, path: str, body: dict) -> Request:
+        n = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+        with self.lock:
+            self.requests += 1
+            self.inflight += 1
+            return Request(path, body, self.requests, self.inflight, n)
+
+    def _leave(self) -> None:
+        with self.lock:
+            self.inflight -= 1
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self):
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def log_message(self, *args):
+                pass
+
+            def _answer(self, code: int, body: bytes, ctype: str = JSON) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                serve = double.get.get(self.path)
+                self._answer(*(serve() if serve else double.fallback))
+
+            def do_POST(self):
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                start = time.perf_counter()
+                if self.path in double.post:
+                    return self._answer(*double.post[self.path]())
+                body = json.loads(raw or b"{}")
+                if double.plain is not None and not body.get("stream"):
+                    return self._answer(200, double.plain)
+                request = double._arrive(self.path, body)
+                try:
+                    self._stream(request, start, *double.timing(request))
+                finally:
+                    double._leave()
+
+            def _stream(self, request: Request, start: float, ttft: float, itl: float) -> None:
+                chat = request.path.endswith("/chat/completions")
+                n = request.tokens
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for i in range(n):
+                    delay = start + ttft + i * itl - time.perf_counter()
+                    if delay > 0:
+                        time.sleep(delay)
+                    choice = {"index": 0, "finish_reason": "length" if i == n - 1 else None}
+                    choice.update({"delta": {"content": f" t{i}"}} if chat else {"text": f" t{i}"})
+                    self.wfile.write(event({"id": "x", "object": "chunk", "choices": [choice]}))
+                usage = {"prompt_tokens": double.prompt_tokens, "completion_tokens": n,
+                         "total_tokens": double.prompt_tokens + n}
+                self.wfile.write(event({"id": "x", "object": "chunk", "choices": [], "usage": usage}) + END)
+
+        return Handler
+
+    def serve(self, port: int = 0, *, lines: Sequence[str] = ()) -> None:
+        """Listen on 127.0.0.1:`port`, say `PORT N` (and `lines`), serve until killed."""
+        if self.pids:
+            with open(self.pids, "a") as f:
+                f.write(f"{os.getpid()} {os.getpgid(0)}\n")
+        if self.lifetime_s is not None:
+            threading.Timer(self.lifetime_s, lambda: os._exit(0)).start()
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = self.backlog
+
+        server = Server(("127.0.0.1", port), self.handler())
+        print(f"PORT {server.server_address[1]}", flush=True)
+        for line in lines:
+            print(line, flush=True)
+        server.serve_forever(poll_interval=0.05)
