@@ -6,7 +6,8 @@ tests/ is a small script that parses its own command line and builds a
 
 - **timing model** (`timing`): a function of the `Request` (its number,
   the load in flight at its arrival, its body) giving (TTFT, ITL) in
-  seconds. POST /v1/completions and /v1/chat/completions then stream
+  seconds; None: the double does not stream, every POST answers `plain`.
+  POST /v1/completions and /v1/chat/completions then stream
   `max_tokens` tokens (default 16) as OpenAI SSE chunks, each SSE event
   its own HTTP/1.1 chunk: the first TTFT after the request's body was
   read, then one every ITL on an absolute schedule (token k at read + TTFT
@@ -20,8 +21,9 @@ tests/ is a small script that parses its own command line and builds a
   vLLM's and everyone's /v1/models; `metrics_text` Prometheus text);
 - **bounds**: `lifetime_s` ends the process after that long whatever
   happens, `pids` appends `PID PGID` to a file (a test checks the group is
-  gone); the port (0: the system's choice) is printed as `PORT N`, with
-  the double's own `lines` after it.
+  gone); the port (0: the system's choice) is printed as `PORT N` (or the
+  double's own `announce`), with the double's own `lines` after it;
+  `protocol`: HTTP/1.1 (keep-alive) unless a double says HTTP/1.0.
 """
 
 from __future__ import annotations
@@ -70,12 +72,12 @@ def metrics_text(text: Callable[[], str]) -> Callable[[], Answer]:
 
 
 class Double:
-    def __init__(self, *, timing: Callable[[Request], tuple[float, float]],
+    def __init__(self, *, timing: Callable[[Request], tuple[float, float]] | None,
                  get: Mapping[str, Callable[[], Answer]] | None = None,
                  post: Mapping[str, Callable[[], Answer]] | None = None,
                  fallback: tuple[int, bytes] = (404, b"{}"), plain: bytes | None = None,
                  prompt_tokens: int = 1, lifetime_s: float | None = None, pids: str | None = None,
-                 backlog: int = 256) -> None:
+                 backlog: int = 256, protocol: str = "HTTP/1.1") -> None:
         self.timing = timing
         self.get = dict(get or {})
         self.post = dict(post or {})
@@ -85,6 +87,7 @@ class Double:
         self.lifetime_s = lifetime_s
         self.pids = pids
         self.backlog = backlog
+        self.protocol = protocol
         self.lock = threading.Lock()
         self.requests = 0  # streamed requests so far
         self.inflight = 0
@@ -104,7 +107,7 @@ class Double:
         double = self
 
         class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+            protocol_version = double.protocol
 
             def setup(self):
                 super().setup()
@@ -129,6 +132,8 @@ class Double:
                 start = time.perf_counter()
                 if self.path in double.post:
                     return self._answer(*double.post[self.path]())
+                if double.timing is None:
+                    return self._answer(200, double.plain or b"{}")
                 body = json.loads(raw or b"{}")
                 if double.plain is not None and not body.get("stream"):
                     return self._answer(200, double.plain)
@@ -158,8 +163,10 @@ class Double:
 
         return Handler
 
-    def serve(self, port: int = 0, *, lines: Sequence[str] = ()) -> None:
-        """Listen on 127.0.0.1:`port`, say `PORT N` (and `lines`), serve until killed."""
+    def serve(self, port: int = 0, *, lines: Sequence[str] = (), announce: str | None = "PORT {port}",
+              on_listen: Callable[[], None] | None = None) -> None:
+        """Listen on 127.0.0.1:`port`, call `on_listen`, say `announce` (and
+        `lines`; None: nothing), serve until killed."""
         if self.pids:
             with open(self.pids, "a") as f:
                 f.write(f"{os.getpid()} {os.getpgid(0)}\n")
@@ -171,7 +178,10 @@ class Double:
             request_queue_size = self.backlog
 
         server = Server(("127.0.0.1", port), self.handler())
-        print(f"PORT {server.server_address[1]}", flush=True)
+        if on_listen is not None:
+            on_listen()
+        if announce is not None:
+            print(announce.format(port=server.server_address[1]), flush=True)
         for line in lines:
             print(line, flush=True)
         server.serve_forever(poll_interval=0.05)
