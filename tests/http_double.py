@@ -19,6 +19,10 @@ tests/ is a small script that parses its own command line and builds a
   that did not ask to stream);
 - **engine look-alike**: what a double's `get` serves (`models_list` is
   vLLM's and everyone's /v1/models; `metrics_text` Prometheus text);
+- **failure modes**: an endpoint answers an error status as any answer;
+  it raises `Hang(head, length)` to send its headers (a body of `length`
+  bytes declared) and `head`, then never the rest (a hung response); it
+  ends the process itself for a crash;
 - **bounds**: `lifetime_s` ends the process after that long whatever
   happens, `pids` appends `PID PGID` to a file (a test checks the group is
   gone); the port (0: the system's choice) is printed as `PORT N` (or the
@@ -51,6 +55,14 @@ class Request:
     number: int  # 1 for the first streamed request the server got
     load: int  # streamed requests in flight when it arrived, itself counted
     tokens: int  # how many tokens it streams
+
+
+class Hang(Exception):
+    """Raised by an endpoint: a 200 of `length` bytes declared, `head` sent, the rest never."""
+
+    def __init__(self, head: bytes, length: int, hold_s: float = 3600.0) -> None:
+        super().__init__("hang")
+        self.head, self.length, self.hold_s = head, length, hold_s
 
 
 def event(obj) -> bytes:
@@ -125,7 +137,16 @@ class Double:
 
             def do_GET(self):
                 serve = double.get.get(self.path)
-                self._answer(*(serve() if serve else double.fallback))
+                try:
+                    self._answer(*(serve() if serve else double.fallback))
+                except Hang as hang:
+                    self.send_response(200)
+                    self.send_header("Content-Type", JSON)
+                    self.send_header("Content-Length", str(hang.length))
+                    self.end_headers()
+                    self.wfile.write(hang.head)
+                    self.wfile.flush()
+                    time.sleep(hang.hold_s)  # the rest never comes
 
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
