@@ -12,7 +12,8 @@ tests/ is a small script that parses its own command line and builds a
   its own HTTP/1.1 chunk: the first TTFT after the request's body was
   read, then one every ITL on an absolute schedule (token k at read + TTFT
   + k * ITL, so a late wake-up does not shift the tokens after it), then a
-  usage chunk (`prompt_tokens`) and `data: [DONE]`;
+  usage chunk (`prompt_tokens`: a number, or a function of the request's
+  body) and `data: [DONE]`;
 - **endpoints served** (`get`, `post`): path -> a function giving
   (status, body, content type); any other GET answers `fallback`; any
   other POST streams (or, with `plain` set, answers `plain` to a request
@@ -25,8 +26,9 @@ tests/ is a small script that parses its own command line and builds a
   ends the process itself for a crash;
 - **bounds**: `lifetime_s` ends the process after that long whatever
   happens, `pids` appends `PID PGID` to a file (a test checks the group is
-  gone); the port (0: the system's choice) is printed as `PORT N` (or the
-  double's own `announce`), with the double's own `lines` after it;
+  gone); the port (0: the system's choice; `port` once it listens) is
+  printed as `PORT N` (or the double's own `announce`, a format or a
+  function of the port), with the double's own `lines` after it;
   `protocol`: HTTP/1.1 (keep-alive) unless a double says HTTP/1.0.
 """
 
@@ -88,7 +90,7 @@ class Double:
                  get: Mapping[str, Callable[[], Answer]] | None = None,
                  post: Mapping[str, Callable[[], Answer]] | None = None,
                  fallback: tuple[int, bytes] = (404, b"{}"), plain: bytes | None = None,
-                 prompt_tokens: int = 1, lifetime_s: float | None = None, pids: str | None = None,
+                 prompt_tokens: int | Callable[[dict], int] = 1, lifetime_s: float | None = None, pids: str | None = None,
                  backlog: int = 256, protocol: str = "HTTP/1.1") -> None:
         self.timing = timing
         self.get = dict(get or {})
@@ -102,6 +104,7 @@ class Double:
         self.protocol = protocol
         self.lock = threading.Lock()
         self.requests = 0  # streamed requests so far
+        self.port = 0  # the port it listens on, once it does
         self.inflight = 0
 
     def _arrive(self, path: str, body: dict) -> Request:
@@ -178,13 +181,14 @@ class Double:
                     choice = {"index": 0, "finish_reason": "length" if i == n - 1 else None}
                     choice.update({"delta": {"content": f" t{i}"}} if chat else {"text": f" t{i}"})
                     self.wfile.write(event({"id": "x", "object": "chunk", "choices": [choice]}))
-                usage = {"prompt_tokens": double.prompt_tokens, "completion_tokens": n,
-                         "total_tokens": double.prompt_tokens + n}
+                prompt = double.prompt_tokens(request.body) if callable(double.prompt_tokens) else double.prompt_tokens
+                usage = {"prompt_tokens": prompt, "completion_tokens": n, "total_tokens": prompt + n}
                 self.wfile.write(event({"id": "x", "object": "chunk", "choices": [], "usage": usage}) + END)
 
         return Handler
 
-    def serve(self, port: int = 0, *, lines: Sequence[str] = (), announce: str | None = "PORT {port}",
+    def serve(self, port: int = 0, *, lines: Sequence[str] = (),
+              announce: str | Callable[[int], str] | None = "PORT {port}",
               on_listen: Callable[[], None] | None = None) -> None:
         """Listen on 127.0.0.1:`port`, call `on_listen`, say `announce` (and
         `lines`; None: nothing), serve until killed."""
@@ -199,10 +203,11 @@ class Double:
             request_queue_size = self.backlog
 
         server = Server(("127.0.0.1", port), self.handler())
+        self.port = server.server_address[1]
         if on_listen is not None:
             on_listen()
         if announce is not None:
-            print(announce.format(port=server.server_address[1]), flush=True)
+            print(announce(self.port) if callable(announce) else announce.format(port=self.port), flush=True)
         for line in lines:
             print(line, flush=True)
         server.serve_forever(poll_interval=0.05)
