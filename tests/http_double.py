@@ -20,6 +20,9 @@ tests/ is a small script that parses its own command line and builds a
   that did not ask to stream);
 - **engine look-alike**: what a double's `get` serves (`models_list` is
   vLLM's and everyone's /v1/models; `metrics_text` Prometheus text);
+- **who may ask** (`guard`): a function of the method, path and headers
+  called on every request before anything else, giving an answer (a 401
+  for a missing key) or None to go on; it may note the request;
 - **failure modes**: an endpoint answers an error status as any answer;
   it raises `Hang(head, length)` to send its headers (a body of `length`
   bytes declared) and `head`, then never the rest (a hung response); it
@@ -91,7 +94,8 @@ class Double:
                  post: Mapping[str, Callable[[], Answer]] | None = None,
                  fallback: tuple[int, bytes] = (404, b"{}"), plain: bytes | None = None,
                  prompt_tokens: int | Callable[[dict], int] = 1, lifetime_s: float | None = None, pids: str | None = None,
-                 backlog: int = 256, protocol: str = "HTTP/1.1") -> None:
+                 backlog: int = 256, protocol: str = "HTTP/1.1",
+                 guard: Callable[[str, str, Mapping[str, str]], Answer | None] | None = None) -> None:
         self.timing = timing
         self.get = dict(get or {})
         self.post = dict(post or {})
@@ -102,6 +106,7 @@ class Double:
         self.pids = pids
         self.backlog = backlog
         self.protocol = protocol
+        self.guard = guard
         self.lock = threading.Lock()
         self.requests = 0  # streamed requests so far
         self.port = 0  # the port it listens on, once it does
@@ -138,7 +143,15 @@ class Double:
                 self.end_headers()
                 self.wfile.write(body)
 
+            def _refused(self) -> bool:
+                refusal = double.guard(self.command, self.path, self.headers) if double.guard else None
+                if refusal is not None:
+                    self._answer(*refusal)
+                return refusal is not None
+
             def do_GET(self):
+                if self._refused():
+                    return
                 serve = double.get.get(self.path)
                 try:
                     self._answer(*(serve() if serve else double.fallback))
@@ -154,6 +167,8 @@ class Double:
             def do_POST(self):
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 start = time.perf_counter()
+                if self._refused():
+                    return
                 if self.path in double.post:
                     return self._answer(*double.post[self.path]())
                 if double.timing is None:
