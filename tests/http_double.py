@@ -6,7 +6,8 @@ tests/ is a small script that parses its own command line and builds a
 
 - **timing model** (`timing`): a function of the `Request` (its number,
   the load in flight at its arrival, its body) giving (TTFT, ITL) in
-  seconds; None: the double does not stream, every POST answers `plain`.
+  seconds; None: the double does not stream, every POST answers `plain`
+  (bytes, or a function of the request's body giving the answer).
   POST /v1/completions and /v1/chat/completions then stream
   `max_tokens` tokens (default 16) as OpenAI SSE chunks, each SSE event
   its own HTTP/1.1 chunk: the first TTFT after the request's body was
@@ -32,7 +33,8 @@ tests/ is a small script that parses its own command line and builds a
   gone); the port (0: the system's choice; `port` once it listens) is
   printed as `PORT N` (or the double's own `announce`, a format or a
   function of the port), with the double's own `lines` after it;
-  `protocol`: HTTP/1.1 (keep-alive) unless a double says HTTP/1.0.
+  `protocol`: HTTP/1.1 (keep-alive) unless a double says HTTP/1.0;
+  `quiet=False` keeps http.server's line per request on stderr.
 """
 
 from __future__ import annotations
@@ -92,10 +94,11 @@ class Double:
     def __init__(self, *, timing: Callable[[Request], tuple[float, float]] | None,
                  get: Mapping[str, Callable[[], Answer]] | None = None,
                  post: Mapping[str, Callable[[], Answer]] | None = None,
-                 fallback: tuple[int, bytes] = (404, b"{}"), plain: bytes | None = None,
+                 fallback: tuple[int, bytes] = (404, b"{}"), plain: bytes | Callable[[dict], Answer] | None = None,
                  prompt_tokens: int | Callable[[dict], int] = 1, lifetime_s: float | None = None, pids: str | None = None,
                  backlog: int = 256, protocol: str = "HTTP/1.1",
-                 guard: Callable[[str, str, Mapping[str, str]], Answer | None] | None = None) -> None:
+                 guard: Callable[[str, str, Mapping[str, str]], Answer | None] | None = None,
+                 quiet: bool = True) -> None:
         self.timing = timing
         self.get = dict(get or {})
         self.post = dict(post or {})
@@ -107,6 +110,7 @@ class Double:
         self.backlog = backlog
         self.protocol = protocol
         self.guard = guard
+        self.quiet = quiet
         self.lock = threading.Lock()
         self.requests = 0  # streamed requests so far
         self.port = 0  # the port it listens on, once it does
@@ -134,7 +138,8 @@ class Double:
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def log_message(self, *args):
-                pass
+                if not double.quiet:
+                    super().log_message(*args)
 
             def _answer(self, code: int, body: bytes, ctype: str = JSON) -> None:
                 self.send_response(code)
@@ -172,6 +177,8 @@ class Double:
                 if self.path in double.post:
                     return self._answer(*double.post[self.path]())
                 if double.timing is None:
+                    if callable(double.plain):
+                        return self._answer(*double.plain(json.loads(raw or b"{}")))
                     return self._answer(200, double.plain or b"{}")
                 body = json.loads(raw or b"{}")
                 if double.plain is not None and not body.get("stream"):
