@@ -8,14 +8,14 @@ plan of its own (`specdsl.operations` makes those plans and walks them).
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from specdsl.apply.context import Hooks, QuietHooks, Walk
+from specdsl.apply.executor import LocalExecutor
 from specdsl.apply.outcome import ApplyResult
 from specdsl.apply.scheduler import Scheduler
-from specdsl.apply.slurm.controller import run_jobs
+from specdsl.apply.slurm.controller import SlurmExecutor
 from specdsl.apply.state_writer import StateWriter
 from specdsl.apply.steps import HANDLERS
 from specdsl.apply.steps.launch import stop_server
@@ -24,6 +24,11 @@ from specdsl.hosts import HostRegistry
 from specdsl.state import LockInfo, State
 
 DEFAULT_WORKERS = 4
+
+# The batch executors, in the order they claim steps (apply/executor.py);
+# the local executor (the steps' handlers, through each step's `Host`) runs
+# what none of them claims. A new executor is one entry here.
+EXECUTORS = (SlurmExecutor(),)
 
 
 def apply_plan(
@@ -56,14 +61,7 @@ def apply_plan(
     writer = writer or walk_writer(state_dir, state, lock, stop)
     walk = Walk(plan, graph, writer, registry, Path(spec_dir), hooks or QuietHooks(), stop, dict(variables or {}))
     try:
-        # Slurm hook (docs/slurm.md): chains on Slurm hosts run as batch jobs
-        # first; the local walk gets what is left (checks, promotions, local cells).
-        slurm_started = time.monotonic()
-        walk = run_jobs(walk)
-        slurm_wall = time.monotonic() - slurm_started
-        Scheduler(walk, HANDLERS, workers=workers).run()
-        walk.result.wall += slurm_wall  # jobs in flight count as busy
-        walk.result.busy += slurm_wall
+        Scheduler(walk, LocalExecutor(HANDLERS), executors=EXECUTORS, workers=workers).run()
     finally:
         for launch, handle in list(walk.handles.items()):
             step = graph.steps[launch]

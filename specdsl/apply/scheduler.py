@@ -1,5 +1,9 @@
 """The scheduler: walks a plan's steps by their dependencies, under
-constraints, running each step's handler on a small thread pool.
+constraints, through its executors (`executor.py`): the batch executors
+(Slurm's jobs) take the steps they claim first, as one set each; the local
+executor runs the rest, one step's handler at a time on a small thread
+pool. Whichever executor ran a step, its end goes through this one
+scheduler: one record of finished steps, one failure propagation.
 
 It knows constraints, not step kinds:
 - a step starts once every step it depends on has finished (`deps`, and
@@ -22,10 +26,11 @@ It knows constraints, not step kinds:
   ranks by its earliest member, so baselines come first, every apply runs
   its servers in the same order, and a sweep of S server configurations
   launches S times).
-A failed step abandons its dependants once: each is recorded as skipped,
-naming the root cause (`skip_dependants`, which the Slurm executor's walk
-of its jobs shares). A set stop event starts nothing new; running steps
-see it and end as interrupted; steps not started are recorded so.
+A failed step abandons its dependants once, in whichever executor it ran
+and they would run: each is recorded as skipped, naming the root cause
+(`skip_dependants`). A set stop event starts nothing new; running steps
+see it and end as interrupted (a batch executor cancels its jobs); steps
+not started are recorded so.
 """
 
 from __future__ import annotations
@@ -33,22 +38,22 @@ from __future__ import annotations
 import concurrent.futures as cf
 import queue
 import time
-from collections.abc import Callable, Container, Mapping
-from typing import Any
+from collections.abc import Callable, Container, Mapping, Sequence
+from types import MappingProxyType
 
 from specdsl.apply import gpus
-from specdsl.apply.context import StepContext, StepFailed, Walk
+from specdsl.apply.context import StepContext, Walk
+from specdsl.apply.executor import Executor, LocalExecutor, Report
 from specdsl.apply.outcome import Outcome, Reason, Status, union_length
-from specdsl.hosts import Cancelled
 
 _POLL_S = 0.2
 _ENDED_BADLY = (Status.FAILED, Status.SKIPPED, Status.INTERRUPTED)
 
 
 class Scheduler:
-    def __init__(self, walk: Walk, handlers: dict[str, Any], *, workers: int = 4) -> None:
+    def __init__(self, walk: Walk, local: LocalExecutor, *, executors: Sequence[Executor] = (), workers: int = 4) -> None:
         self.walk = walk
-        self.handlers = handlers
+        self.local = local
         # a thread per server that can run side by side (one per GPU of each
         # machine at most), beside the `workers` for everything else
         self.workers = workers + gpus.side_by_side(walk)
@@ -56,7 +61,17 @@ class Scheduler:
         self.steps = graph.steps
         order = graph.order()
         self.rank = {a: i for i, a in enumerate(order)}
-        self.waiting: list[str] = [c.addr for c in walk.plan.changes if c.addr in self.steps]
+        self.order = dict(self.rank)  # the graph's order, which a batch executor's skips follow
+        planned = [c.addr for c in walk.plan.changes if c.addr in self.steps]
+        # each step has one executor: the batch ones claim first, in order; the local one takes the rest
+        self.batches: list[tuple[Executor, frozenset[str]]] = []
+        claimed: set[str] = set()
+        for executor in executors:
+            mine = frozenset(a for a in executor.claims(walk) if a in self.steps and a not in claimed)
+            if mine:
+                self.batches.append((executor, mine))
+                claimed |= mine
+        self.waiting: list[str] = [a for a in planned if a not in claimed]
         self.finished: dict[str, Outcome] = {}
         self.running: dict[str, float] = {}
         # opener -> (key, members not finished, GPUs held, whether it holds the whole machine)
@@ -72,7 +87,7 @@ class Scheduler:
 
     # -- constraints --------------------------------------------------------
     def _handler(self, addr: str):
-        return self.handlers[self.steps[addr].kind]
+        return self.local.handler(self.steps[addr])
 
     def _session_members(self, addr: str) -> set[str]:
         members = getattr(self._handler(addr), "session_members", None)
@@ -155,6 +170,7 @@ class Scheduler:
     # -- the loop -----------------------------------------------------------
     def run(self) -> None:
         started = time.monotonic()
+        self._run_batches()
         with cf.ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="step") as pool:
             while self.waiting or self.running:
                 if self.walk.stop.is_set():
@@ -180,6 +196,34 @@ class Scheduler:
         self.walk.result.wall = time.monotonic() - started
         self.walk.result.busy = union_length(self.intervals)
 
+    def _run_batches(self) -> None:
+        """Each batch executor runs its steps to their ends, before any local
+        step starts (a local check or promotion reads what they recorded);
+        its whole run counts as busy. A step it did not report fails (an
+        executor's bug must not leave a step without an outcome)."""
+        report = Report(self._record, MappingProxyType(self.finished))
+        for executor, steps in self.batches:
+            t0 = time.monotonic()
+            executor.run(self.walk, steps, report)
+            self.intervals.append((t0, time.monotonic()))
+            for addr in sorted(steps - self.finished.keys(), key=lambda a: self.order.get(a, 0)):
+                self._record(Outcome(addr, self.steps[addr].kind, Status.FAILED, Reason.ERROR,
+                                     f"the {executor.name} executor ended without saying how this step ended"))
+
+    def _record(self, outcome: Outcome) -> None:
+        """A batch executor's step ended: recorded and reported, then, when it
+        ended badly, its dependants skipped (the cause first, in graph order),
+        local steps among them."""
+        if outcome.addr in self.finished:
+            return
+        if outcome.addr in self.waiting:
+            self.waiting.remove(outcome.addr)
+        self.finished[outcome.addr] = outcome
+        with self.walk.mutex:
+            self.walk.result.outcomes.append(outcome)
+        self.walk.hooks.finish(outcome)
+        skip_dependants(self.walk, outcome, self.finished, self._record, self.order)
+
     def _start_ready(self, pool) -> None:
         progressed = True
         while progressed and not self.walk.stop.is_set():
@@ -196,23 +240,9 @@ class Scheduler:
                     break
 
     def _execute(self, addr: str) -> None:
-        step = self.steps[addr]
-        handler = self.handlers[step.kind]
-        ctx = StepContext(step, self.walk)
+        ctx = StepContext(self.steps[addr], self.walk)
         t0 = time.monotonic()
-        outcome: Outcome
-        try:
-            outcome = handler.run(ctx)
-        except StepFailed as exc:
-            handler_record_failure(ctx, "failed", exc.detail)
-            outcome = Outcome(addr, step.kind, Status.FAILED, Reason.ERROR, exc.detail, log=exc.log)
-        except Cancelled:
-            handler_record_failure(ctx, "interrupted", Reason.CANCELLED.text)
-            outcome = Outcome(addr, step.kind, Status.INTERRUPTED, Reason.CANCELLED, Reason.CANCELLED.text)
-        except Exception as exc:  # a bug or an unexpected host error: record it, the walk goes on
-            detail = f"unexpected error: {type(exc).__name__}: {exc}"
-            handler_record_failure(ctx, "failed", detail)
-            outcome = Outcome(addr, step.kind, Status.FAILED, Reason.ERROR, detail)
+        outcome = self.local.run_step(ctx)
         elapsed = time.monotonic() - t0
         if outcome.status is not Status.REUSED or outcome.elapsed:
             outcome = _with_elapsed(outcome, elapsed)
@@ -237,8 +267,8 @@ class Scheduler:
 
 def skip_dependants(walk: Walk, outcome: Outcome, finished: Mapping[str, Outcome], skip: Callable[[Outcome], None],
                     rank: Mapping[str, int], *, busy: Container[str] = ()) -> None:
-    """Failure propagation, the one rule of every walk (this scheduler's and
-    the Slurm executor's, `apply.slurm.controller`): a step that ended badly
+    """Failure propagation, the one rule of every walk, whichever executor
+    ran the step (the local one or a batch one): a step that ended badly
     (failed, skipped, interrupted) abandons its dependants in the plan once.
     Each that has not finished (`finished`: addr -> its outcome, the one
     that ended badly among them) and is not running (`busy`) is handed to
@@ -269,11 +299,3 @@ def _with_elapsed(outcome: Outcome, elapsed: float) -> Outcome:
 
     return attrs.evolve(outcome, elapsed=elapsed)
 
-
-def handler_record_failure(ctx: StepContext, status: str, detail: str) -> None:
-    """A step that started a run and then failed or was interrupted: its
-    run is recorded with why (state keeps every execution)."""
-    if ctx.run_id is None:
-        return
-    run = ctx.writer.run_record(ctx.step, ctx.run_id, ctx.folder, ctx.started, status, reason=detail.splitlines()[0][:500])
-    ctx.writer.step_done(ctx.step, run)

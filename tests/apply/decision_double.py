@@ -35,6 +35,7 @@ GET /health 200, /v1/models lists the model, /metrics answers
 ITL) given to each request so far, in seconds (what a test checks instead
 of a clock). The life file gets `start NAME T FACTOR` when the
 server listens (FACTOR its launch factor) and `stop NAME T` on SIGTERM.
+The server is tests/http_double.py's; this file is its timing model.
 """
 
 from __future__ import annotations
@@ -46,15 +47,17 @@ import math
 import os
 import random
 import signal
-import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from http_double import JSON, Double, Request, metrics_text, models_list  # noqa: E402  (tests/http_double.py)
 
 ARGS = argparse.Namespace()
 LOCK = threading.Lock()
-STATE = {"requests": 0, "factor": 1.0, "rng": random.Random(0), "window": None, "timings": []}
+STATE = {"factor": 1.0, "rng": random.Random(0), "window": None, "timings": []}
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -109,97 +112,47 @@ def _noise(now: float) -> float:
         return math.exp(ARGS.noise * STATE["rng"].gauss(0.0, 1.0))
 
 
-def timing() -> tuple[float, float, float]:
-    """(pause, ttft, itl) in seconds for the next request."""
+def timing(request: Request) -> tuple[float, float]:
+    """(pause + ttft, itl) in seconds for the request; (pause, ttft, itl)
+    is kept for /timings."""
     now = time.time()
-    with LOCK:
-        STATE["requests"] += 1
-        cold = STATE["requests"] <= ARGS.cold_requests
+    cold = request.number <= ARGS.cold_requests
     speed = ARGS.speed * STATE["factor"] * (1 + ARGS.drift * (now - ARGS.epoch)) * _noise(now)
     slow = ARGS.cold_slow if cold else 1.0
     out = (ARGS.cold_pause if cold else 0.0), slow * ARGS.ttft_ms / 1000 / speed, slow * ARGS.itl_ms / 1000 / speed
     with LOCK:
         STATE["timings"].append(out)
-    return out
+    return out[0] + out[1], out[2]
 
 
-def _event(obj) -> bytes:
-    data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-    return b"%x\r\n%s\r\n" % (len(data), data)
+def prompt_tokens(body: dict) -> int:
+    prompt = body.get("prompt") or body.get("messages") or ""
+    return len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, *args):
-        pass
-
-    def _plain(self, code: int, body: bytes, ctype: str = "application/json") -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        if self.path == "/health":
-            self._plain(200, b"{}")
-        elif self.path == "/v1/models":
-            self._plain(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode())
-        elif self.path == "/timings":
-            with LOCK:
-                body = json.dumps({"factor": STATE["factor"], "timings": STATE["timings"]}).encode()
-            self._plain(200, body)
-        elif self.path == "/metrics":
-            self._plain(200, f"double:requests_total {STATE['requests']}\n".encode(), "text/plain; version=0.0.4")
-        else:
-            self._plain(404, b"{}")
-
-    def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        start = time.perf_counter()
-        chat = self.path.endswith("/chat/completions")
-        n = int(req.get("max_tokens") or 16)
-        pause, ttft, itl = timing()
-        prompt = req.get("prompt") or req.get("messages") or ""
-        ptoks = len(prompt) if isinstance(prompt, list) else len(str(prompt).split())
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        for i in range(n):
-            delay = start + pause + ttft + i * itl - time.perf_counter()
-            if delay > 0:
-                time.sleep(delay)
-            choice = {"index": 0, "finish_reason": "length" if i == n - 1 else None}
-            choice.update({"delta": {"content": f" t{i}"}} if chat else {"text": f" t{i}"})
-            self.wfile.write(_event({"id": "x", "object": "chunk", "choices": [choice]}))
-        usage = {"prompt_tokens": ptoks, "completion_tokens": n, "total_tokens": ptoks + n}
-        done = b"data: [DONE]\n\n"
-        self.wfile.write(_event({"id": "x", "choices": [], "usage": usage}) + b"%x\r\n%s\r\n0\r\n\r\n" % (len(done), done))
+def _timings():
+    with LOCK:
+        return 200, json.dumps({"factor": STATE["factor"], "timings": STATE["timings"]}).encode(), JSON
 
 
 def main(argv: list[str]) -> int:
     global ARGS
     ARGS = _parse(argv)
-    ThreadingHTTPServer.daemon_threads = True
-    ThreadingHTTPServer.request_queue_size = 256
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    ARGS.port = server.server_address[1]  # port 0: the one the system chose
-    STATE["factor"] = begin_life()
+    double = Double(timing=timing, prompt_tokens=prompt_tokens,
+                    get={"/health": lambda: (200, b"{}", JSON), "/v1/models": models_list("m"), "/timings": _timings})
+    double.get["/metrics"] = metrics_text(lambda: f"double:requests_total {double.requests}\n")
+
+    def listening():
+        ARGS.port = double.port  # port 0: the one the system chose
+        STATE["factor"] = begin_life()
+        signal.signal(signal.SIGTERM, stop)
 
     def stop(*_):
         with open(ARGS.life, "a") as f:
             f.write(f"stop {_name()} {time.time():.6f}\n")
         os._exit(0)
 
-    signal.signal(signal.SIGTERM, stop)
-    print(f"PORT {ARGS.port} launch factor {STATE['factor']:.6f}", flush=True)
-    server.serve_forever(poll_interval=0.05)
+    double.serve(ARGS.port, on_listen=listening, announce=lambda port: f"PORT {port} launch factor {STATE['factor']:.6f}")
     return 0
 
 

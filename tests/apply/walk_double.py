@@ -19,6 +19,7 @@ completion. The life file gets `start NAME T` when it listens and
 two servers were up at once. With `--gpus-file` it also appends
 `start NAME T CUDA_VISIBLE_DEVICES PID` and `stop NAME T` there (the
 nvidia-smi double reads it to report the server's process on its GPUs).
+The server is tests/http_double.py's; this file is its speed model.
 """
 
 import json
@@ -26,7 +27,10 @@ import os
 import signal
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from http_double import JSON, Double  # noqa: E402  (tests/http_double.py)
 
 PORT = int(sys.argv[1])
 SPEED = float(sys.argv[sys.argv.index("--speed") + 1])
@@ -103,38 +107,13 @@ if "--fail-start" in sys.argv:
     sys.exit(3)
 
 
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path == "/health":
-            self._send(200, {})
-        elif self.path == "/speed":
-            self._send(200, {"tps": speed()})
-        else:
-            self._send(404, {})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self._send(200, {"choices": [{"text": " hi", "index": 0}]})
-
-
 def stop(*_):
     note("stop")
     os._exit(0)
 
 
 signal.signal(signal.SIGTERM, stop)
-server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
-note("start")
-print(f"walk double listening on {PORT}", flush=True)
-server.serve_forever()
+# not a streaming server: every POST answers one completion, HTTP/1.0 (a connection a request)
+double = Double(timing=None, plain=json.dumps({"choices": [{"text": " hi", "index": 0}]}).encode(), protocol="HTTP/1.0",
+                get={"/health": lambda: (200, b"{}", JSON), "/speed": lambda: (200, json.dumps({"tps": speed()}).encode(), JSON)})
+double.serve(PORT, announce="walk double listening on {port}", on_listen=lambda: note("start"))

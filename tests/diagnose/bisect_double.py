@@ -15,7 +15,8 @@ so that the few runs of a test do not decide it (INCONCLUSIVE).
 `GET /speed` answers `{"tps": ...}` with a seeded Gaussian noise of CV
 `--noise` (seeded by `--seed`, how many servers of its kind started
 before it and the request count: reproducible, each launch its own draws);
-`/health` 200; POST answers a completion.
+`/health` 200; POST answers a completion. The server is
+tests/http_double.py's; this file is its speed model.
 """
 
 import json
@@ -23,7 +24,10 @@ import os
 import random
 import signal
 import sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from http_double import JSON, Double  # noqa: E402  (tests/http_double.py)
 
 PORT = int(sys.argv[1])
 OWN = {"--causes", "--vague", "--noise", "--seed"}
@@ -65,31 +69,9 @@ def speed() -> float:
     return value * (1 + NOISE * RNG.gauss(0, 1)) if NOISE else value
 
 
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        if self.path == "/health":
-            self._send(200, {})
-        elif self.path == "/speed":
-            self._send(200, {"tps": speed()})
-        else:
-            self._send(404, {})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self._send(200, {"choices": [{"text": " hi", "index": 0}]})
-
-
 signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
 print(f"bisect double on {PORT}: markers {sorted(markers)}, slow={SLOW}, vague={VAGUE}", flush=True)
-ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()
+# not a streaming server: every POST answers one completion, HTTP/1.0 (a connection a request)
+Double(timing=None, plain=json.dumps({"choices": [{"text": " hi", "index": 0}]}).encode(), protocol="HTTP/1.0",
+       get={"/health": lambda: (200, b"{}", JSON), "/speed": lambda: (200, json.dumps({"tps": speed()}).encode(), JSON)},
+       ).serve(PORT, announce=None)

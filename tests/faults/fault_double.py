@@ -12,7 +12,8 @@ HTTP 500, with `--hang-after N` never (the response is held open: a hung
 stream), with `--crash-after N` the process exits (code 9) instead.
 `--ignore-term` makes SIGTERM do nothing (only SIGKILL stops it). With
 `--pids FILE` it appends `PID PGID` to FILE when it starts, so a test can
-check that its process group is gone.
+check that its process group is gone. The server is tests/http_double.py's;
+this file is its faults.
 """
 
 import json
@@ -21,7 +22,10 @@ import signal
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from http_double import JSON, Double, Hang  # noqa: E402  (tests/http_double.py)
 
 PORT = int(sys.argv[1])
 
@@ -45,50 +49,23 @@ if "--ignore-term" in sys.argv:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
-class Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def _send(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def do_GET(self):
-        global served
-        if self.path == "/health":
-            return self._send(200, {})
-        if self.path != "/speed":
-            return self._send(404, {})
-        with lock:
-            served += 1
-            n = served
-        if CRASH_AFTER >= 0 and n > CRASH_AFTER:
-            print("fault double: crashing on purpose", flush=True)
-            os._exit(9)
-        if FAIL_AFTER >= 0 and n > FAIL_AFTER:
-            return self._send(500, {"error": "internal error (on purpose)"})
-        if HANG_AFTER >= 0 and n > HANG_AFTER:
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", "1000")
-            self.end_headers()
-            self.wfile.write(b'{"tps": ')
-            self.wfile.flush()
-            time.sleep(3600)  # the rest never comes
-        self._send(200, {"tps": 50.0})
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self._send(200, {"choices": [{"text": " hi", "index": 0}]})
+def speed():
+    global served
+    with lock:
+        served += 1
+        n = served
+    if CRASH_AFTER >= 0 and n > CRASH_AFTER:
+        print("fault double: crashing on purpose", flush=True)
+        os._exit(9)
+    if FAIL_AFTER >= 0 and n > FAIL_AFTER:
+        return 500, b'{"error": "internal error (on purpose)"}', JSON
+    if HANG_AFTER >= 0 and n > HANG_AFTER:
+        raise Hang(b'{"tps": ', 1000)
+    return 200, b'{"tps": 50.0}', JSON
 
 
 while GATE and not os.path.exists(GATE):
     time.sleep(0.05)
-server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
-server.daemon_threads = True
-print(f"fault double listening on {PORT}", flush=True)
-server.serve_forever()
+# not a streaming server: every POST answers one completion, HTTP/1.0 (a connection a request)
+Double(timing=None, plain=json.dumps({"choices": [{"text": " hi", "index": 0}]}).encode(), protocol="HTTP/1.0",
+       get={"/health": lambda: (200, b"{}", JSON), "/speed": speed}).serve(PORT, announce="fault double listening on {port}")

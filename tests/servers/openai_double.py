@@ -9,7 +9,8 @@ log uvicorn's bind error and the start of its shutdown, then hang (with a
 child, as SGLang's scheduler) instead of exiting.
 
 It also answers `GET /get_server_info` the way an older SGLang does (and
-`/server_info` with 404, as a server that predates it).
+`/server_info` with 404, as a server that predates it). The server is
+tests/http_double.py's; this file is what it answers.
 """
 
 import errno
@@ -18,7 +19,10 @@ import os
 import subprocess
 import sys
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from http_double import JSON, Double  # noqa: E402  (tests/http_double.py)
 
 PORT = int(sys.argv[1])
 HEALTH_AFTER = float(sys.argv[sys.argv.index("--health-after") + 1]) if "--health-after" in sys.argv else 0.0
@@ -26,38 +30,32 @@ FAIL = "--fail-completions" in sys.argv
 STARTED = time.monotonic()
 
 
-class Handler(BaseHTTPRequestHandler):
-    def _send(self, code, body):
-        data = json.dumps(body).encode()
-        self.send_response(code)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def health():
+    ready = time.monotonic() - STARTED >= HEALTH_AFTER
+    return (200 if ready else 503), json.dumps({"ready": ready}).encode(), JSON
 
-    def do_GET(self):
-        if self.path == "/health":
-            ready = time.monotonic() - STARTED >= HEALTH_AFTER
-            self._send(200 if ready else 503, {"ready": ready})
-        elif self.path == "/get_server_info":
-            self._send(200, {"attention_backend": "flashinfer", "tp_size": 1, "version": "0.5.9",
-                             "internal_states": [{"avg_spec_accept_length": 3.1}], "limits": {"max_total_num_tokens": 1000}})
-        else:
-            self._send(404, {})
 
-    def do_POST(self):
-        length = int(self.headers.get("content-length", 0))
-        request = json.loads(self.rfile.read(length) or b"{}")
-        if FAIL:
-            self._send(500, {"error": "completions are broken"})
-        else:
-            print(f"completion request for {request.get('model')}", flush=True)
-            self._send(200, {"choices": [{"text": " hi", "index": 0}], "model": request.get("model")})
+SERVER_INFO = {"attention_backend": "flashinfer", "tp_size": 1, "version": "0.5.9",
+               "internal_states": [{"avg_spec_accept_length": 3.1}], "limits": {"max_total_num_tokens": 1000}}
+
+
+def complete(request: dict):
+    """Every POST is a completion: HTTP 500 with --fail-completions, else
+    one answer naming the model asked for (said on stdout)."""
+    if FAIL:
+        return 500, json.dumps({"error": "completions are broken"}).encode(), JSON
+    print(f"completion request for {request.get('model')}", flush=True)
+    return 200, json.dumps({"choices": [{"text": " hi", "index": 0}], "model": request.get("model")}).encode(), JSON
+
+
+# not a streaming server, HTTP/1.0 (a connection a request); it logs every request line as http.server does
+DOUBLE = Double(timing=None, plain=complete, protocol="HTTP/1.0", backlog=5, quiet=False,
+                get={"/health": health, "/get_server_info": lambda: (200, json.dumps(SERVER_INFO).encode(), JSON)})
 
 
 def serve():
     try:
-        server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
+        DOUBLE.serve(PORT, announce=f"double listening on {{port}} pid {os.getpid()}")
     except OSError as exc:
         if "--hang-when-taken" not in sys.argv or exc.errno != errno.EADDRINUSE:
             raise
@@ -68,9 +66,6 @@ def serve():
         print(f"{stamp} INFO:     Waiting for application shutdown.", flush=True)
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         time.sleep(600)
-        return
-    print(f"double listening on {PORT} pid {os.getpid()}", flush=True)
-    server.serve_forever()
 
 
 serve()

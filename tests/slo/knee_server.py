@@ -12,84 +12,17 @@ more are in flight waits `--slow-ms`. Then `max_tokens` tokens, one every
 is all fast; at c > K every request sent while c are in flight is slow.
 The process exits after 300 s whatever happens (bounded in time), and
 `--pids FILE` appends `PID PGID` so a test can check its group is gone.
+The server is tests/http_double.py's; this file is its timing model.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import socket
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import sys
+from pathlib import Path
 
-_lock = threading.Lock()
-_state = {"inflight": 0}
-ARGS = argparse.Namespace()
-
-
-def _event(obj) -> bytes:
-    data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def setup(self):
-        super().setup()
-        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def log_message(self, *args):
-        pass
-
-    def _plain(self, code: int, body: bytes) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self):
-        self._plain(200, b'{"status":"ok"}')
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        t0 = time.perf_counter()
-        if self.path in ("/flush_cache", "/reset_prefix_cache"):
-            return self._plain(200, b"")
-        req = json.loads(body or b"{}")
-        if not req.get("stream"):
-            return self._plain(200, json.dumps({"choices": [{"text": " t", "index": 0}]}).encode())
-        with _lock:
-            _state["inflight"] += 1
-            load = _state["inflight"]
-        try:
-            chat = "chat" in self.path
-            n = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
-            ttft = (ARGS.fast_ms if load <= ARGS.knee else ARGS.slow_ms) / 1000.0
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for i in range(n):
-                due = t0 + ttft + i * ARGS.itl_ms / 1000.0
-                wait = due - time.perf_counter()
-                if wait > 0:
-                    time.sleep(wait)
-                choice = {"index": 0, "finish_reason": "length" if i == n - 1 else None}
-                choice["delta" if chat else "text"] = {"content": f" t{i}"} if chat else f" t{i}"
-                self.wfile.write(_event({"id": "x", "object": "chunk", "choices": [choice]}))
-                self.wfile.flush()
-            usage = {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n}
-            self.wfile.write(_event({"id": "x", "object": "chunk", "choices": [], "usage": usage}))
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(b"data: [DONE]\n\n"), b"data: [DONE]\n\n"))
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        finally:
-            with _lock:
-                _state["inflight"] -= 1
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from http_double import Double, Request  # noqa: E402  (tests/http_double.py: the server itself)
 
 
 def main() -> None:
@@ -100,15 +33,19 @@ def main() -> None:
     p.add_argument("--slow-ms", type=float, default=120.0)
     p.add_argument("--itl-ms", type=float, default=1.0)
     p.add_argument("--pids")
-    p.parse_args(namespace=ARGS)
-    if ARGS.pids:
-        with open(ARGS.pids, "a") as f:
-            f.write(f"{os.getpid()} {os.getpgid(0)}\n")
-    threading.Timer(300.0, lambda: os._exit(0)).start()
-    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
-    server.daemon_threads = True
-    print(f"PORT {server.server_address[1]}", flush=True)
-    server.serve_forever()
+    args = p.parse_args()
+
+    def timing(request: Request) -> tuple[float, float]:
+        return (args.fast_ms if request.load <= args.knee else args.slow_ms) / 1000.0, args.itl_ms / 1000.0
+
+    # every GET answers ok; a cache reset is a no-op; a request that does
+    # not stream gets one token, unstreamed
+    ok = (200, b'{"status":"ok"}')
+    double = Double(timing=timing, fallback=ok, post={path: lambda: (200, b"", "application/json")
+                                                      for path in ("/flush_cache", "/reset_prefix_cache")},
+                    plain=b'{"choices": [{"text": " t", "index": 0}]}', prompt_tokens=8, lifetime_s=300.0,
+                    pids=args.pids, backlog=5)
+    double.serve(args.port)
 
 
 if __name__ == "__main__":

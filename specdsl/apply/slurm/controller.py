@@ -4,19 +4,20 @@ with `ssh`, on that login node (`site`), followed with
 `scontrol`/`sacct` and its events file, cancelled with `scancel` when the
 walk stops (Ctrl-C). See docs/slurm.md.
 
-`run_jobs(walk)` is the hook `apply_plan` calls before its local walk: it
-runs the preflight of each Slurm host here (nothing is submitted when one
-fails), then the jobs, at most `slurm.max_parallel` of a host at once,
-reporting each step's start, progress and end as the job's events arrive
-and Slurm's job states as they change. When a job ends, what it recorded
-(runs, their folders, environments, step records) is imported into the
-state through the walk's `StateWriter`, each run carrying its job id; the
-steps it did not finish are recorded as failed with why the job ended
-(time limit, cancelled, node failure). A step that ended badly skips its
-dependants, the local checks and promotions among them, by the
-scheduler's rule (`scheduler.skip_dependants`). It returns the walk of what is
-left (checks, promotions, local experiments), without the steps it
-handled, so the scheduler runs only those.
+`SlurmExecutor` is a batch executor of the scheduler (apply/executor.py):
+it claims the plan's steps on Slurm hosts, and the scheduler runs it
+before its local steps. It runs the preflight of each Slurm host here
+(nothing is submitted when one fails), then the jobs, at most
+`slurm.max_parallel` of a host at once, reporting each step's start,
+progress and end as the job's events arrive and Slurm's job states as they
+change. When a job ends, what it recorded (runs, their folders,
+environments, step records) is imported into the state through the walk's
+`StateWriter`, each run carrying its job id; the steps it did not finish
+are recorded as failed with why the job ended (time limit, cancelled, node
+failure). Each step's end goes to the scheduler (`Report.finish`), whose
+one rule skips the dependants of a step that ended badly, the local checks
+and promotions among them; what it skipped shows in `Report.finished`,
+which this executor reads before it runs or fails a step.
 
 Shared filesystem: required between the submit host and the compute
 nodes. Submitting from this machine, the job folder (under
@@ -40,8 +41,8 @@ import attrs
 
 from specdsl import private
 from specdsl.apply.context import Walk
+from specdsl.apply.executor import Report
 from specdsl.apply.outcome import Outcome, Reason, Status
-from specdsl.apply.scheduler import skip_dependants
 from specdsl.apply.slurm import files as slurm_files
 from specdsl.apply.slurm import folder as job_folder
 from specdsl.apply.slurm.preflight import check as preflight_check
@@ -50,7 +51,6 @@ from specdsl.apply.slurm.site import LocalSite, SshSite
 from specdsl.hosts.base import HostError
 from specdsl.hosts.slurm import JobInfo, SlurmClient, SlurmError
 from specdsl.plan.files import job_files
-from specdsl.plan.model import Action
 from specdsl.plan.slurm import SlurmJob, on_slurm, resources, slurm_jobs
 from specdsl.state import load_state, new_run_id, utc_now
 
@@ -65,16 +65,24 @@ def slurm_steps(walk: Walk) -> set[str]:
     return {c.addr for c in walk.plan.changes if c.addr in walk.graph.steps and on_slurm(walk.graph, c.addr)}
 
 
-def run_jobs(walk: Walk, client: SlurmClient | None = None) -> Walk:
-    """Run the plan's Slurm-hosted steps as jobs; the walk of the rest (the
-    same walk when nothing goes to Slurm)."""
-    if not slurm_steps(walk):
-        return walk
-    runner = SlurmRun(walk, client)
-    runner.run()
-    rest = tuple(c for c in walk.plan.changes if c.addr not in runner.handled)
-    return Walk(plan=attrs.evolve(walk.plan, changes=rest), graph=walk.graph, writer=walk.writer, registry=walk.registry,
-                spec_dir=walk.spec_dir, hooks=walk.hooks, stop=walk.stop, variables=walk.variables, result=walk.result)
+class SlurmExecutor:
+    """The steps of Slurm hosts, run as batch jobs (docs/slurm.md)."""
+
+    name = "slurm"
+
+    def __init__(self, client: SlurmClient | None = None) -> None:
+        self.client = client  # for every host (tests); else each site's own
+
+    def claims(self, walk: Walk) -> set[str]:
+        """The preflights of Slurm hosts and the steps of the jobs to submit.
+        A Slurm host's step no job runs (reused: its environment exists, its
+        server is not needed) is the local executor's, whose handler says
+        so without touching the cluster."""
+        preflights = {a for a in slurm_steps(walk) if walk.graph.steps[a].kind == "preflight"}
+        return preflights | {a for job in slurm_jobs(walk.graph, walk.plan) for a in job.steps}
+
+    def run(self, walk: Walk, steps: frozenset[str], report: Report) -> None:
+        SlurmRun(walk, steps, report, self.client).run()
 
 
 @attrs.define
@@ -98,13 +106,17 @@ class Active:
 
 
 class SlurmRun:
-    def __init__(self, walk: Walk, client: SlurmClient | None = None) -> None:
+    """One walk's Slurm steps (`steps`): preflights, then the jobs."""
+
+    def __init__(self, walk: Walk, steps: frozenset[str], report: Report, client: SlurmClient | None = None) -> None:
         self.walk = walk
+        self.steps = steps
+        self.report = report
         self.client = client  # for every host (tests); else each site's own
         self.graph = walk.graph
         self.jobs = slurm_jobs(walk.graph, walk.plan)
         self.rank = {a: i for i, a in enumerate(walk.graph.order())}
-        self.handled: dict[str, Outcome] = {}  # addr -> its outcome, each step once
+        self.handled = report.finished  # addr -> its outcome, every step of the walk that has ended
         self.sites: dict[str, LocalSite | SshSite] = {}
         self.staged: dict[str, slurm_files.Staged] = {}  # host -> its files' copies on the login node
 
@@ -122,15 +134,11 @@ class SlurmRun:
 
     # -- reporting --------------------------------------------------------------
     def _finish(self, outcome: Outcome) -> None:
-        """Record a step's outcome; one that ended badly skips its
-        dependants (here and on this machine) by the scheduler's rule."""
-        if outcome.addr in self.handled:
-            return
-        self.handled[outcome.addr] = outcome
-        with self.walk.mutex:
-            self.walk.result.outcomes.append(outcome)
-        self.walk.hooks.finish(outcome)
-        skip_dependants(self.walk, outcome, self.handled, self._finish, self.rank)
+        """A step's end, to the scheduler, once: it records the outcome and,
+        when it ended badly, skips its dependants (in the jobs and on this
+        machine) by its one rule."""
+        if outcome.addr not in self.handled:
+            self.report.finish(outcome)
 
     def _progress(self, addr: str, message: str) -> None:
         self.walk.hooks.progress(addr, message)
@@ -151,7 +159,7 @@ class SlurmRun:
 
     def run(self) -> None:
         hosts = {}
-        for addr in sorted(slurm_steps(self.walk)):
+        for addr in sorted(self.steps):
             step = self.graph.steps[addr]
             if step.kind == "preflight":
                 hosts.setdefault(step.payload["host"].name, (step.payload["host"], []))[1].append(addr)
@@ -568,4 +576,4 @@ def _tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-__all__ = ["Action", "run_jobs"]
+__all__ = ["SlurmExecutor"]
