@@ -27,6 +27,7 @@ from specdsl.bench.datasets import local_dataset
 from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled
 from specdsl.model.endpoint import identity_changes, recorded_identity, shown
+from specdsl.paired_result import PairedResult
 from specdsl.servers.endpoint import EndpointError, base_url, probe
 
 _KEY_LOCK = threading.Lock()  # the client reads its Authorization header from the environment (bench.client.request_headers)
@@ -167,18 +168,19 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
         identity_changes(recorded_identity(recorded.effective, prefix), reports[letter].identity)
         for letter, prefix in ((BASELINE, BASELINE_PREFIX), (CANDIDATE, EFFECTIVE_PREFIX)))
     prior = paired.prior_pairs(ctx) if same and not walk.plan.rerun else {}
-    if prior.get("design") != ENDPOINT_PAIR_DESIGN:
-        prior = {}
+    got = PairedResult.of(prior)
+    if got is None or got.design != ENDPOINT_PAIR_DESIGN:
+        prior, got = {}, PairedResult((), ())
     workload = exp.workload
     if workload.prefix_cache is None:
         workload = attrs.evolve(workload, prefix_cache="warm")  # servers others use: their caches are not emptied
     w_run = attrs.evolve(workload, runs=1, warmup=0, warmup_time=None, warmup_tolerance=None,
                          dataset=local_dataset(workload.dataset, walk.spec_dir))
-    looks = dict(prior.get("looks") or looks_of(workload, 1))
+    looks = dict(got.looks or looks_of(workload, 1))
     budget = schedule_for(workload, looks, max(0, walk.plan.more)).max
     first = first_pairs(workload, looks)
-    runs = [bench.RunResult.from_json(r) for r in prior.get("runs", ())]
-    pairs = [p for p in prior.get("pairs", ()) if len(p.get("blocks", ())) == 2]
+    runs = [bench.RunResult.from_json(r) for r in got.runs]
+    pairs = [p.to_json() for p in got.complete_pairs()]
     folder = ctx.new_run()
     warned: list[str] = []
     adapters = {}
@@ -193,7 +195,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
         return {"runs": [r.to_json() for r in runs if r.index in keep], "pairs": pairs, "arms": names, "launches": [],
                 "effective": secrets.redact_tree({k: reports[k].effective for k in arms}, _all_secrets(arms)),
                 "design": ENDPOINT_PAIR_DESIGN, "looks": looks, "side_by_side": False, "specdsl": __version__,
-                "unit": "run"} | ({"continued": len(prior.get("pairs", ()))} if prior else {})
+                "unit": "run"} | ({"continued": len(got.pairs)} if prior else {})
 
     def measure(letter: str, i: int, sub: str, wl) -> list:
         server = arms[letter]

@@ -45,6 +45,7 @@ from specdsl.bench.steady import cold_start_warning
 from specdsl.graph.build import PAIR_DESIGN
 from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order
 from specdsl.hosts import Cancelled
+from specdsl.paired_result import PairedResult
 from specdsl.plan.looks import counting_block, first_pairs, grid_first, recorded_block, schedule_for
 from specdsl.plan.diff import shared_blocks
 from specdsl.plan.model import Action
@@ -117,12 +118,13 @@ class _Pairing:
     def from_json(cls, doc: dict, *, earlier: bool = True) -> "_Pairing":
         """What `doc` measured: an earlier apply's result (`earlier`), or
         what a block leader measured in this apply for this comparison."""
-        done = cls(runs=[bench.RunResult.from_json(r) for r in doc.get("runs", ())],
-                   pairs=[p for p in doc.get("pairs", ()) if len(p.get("blocks", ())) == 2],
-                   launches=list(doc.get("launches", ())), effective=dict(doc.get("effective", {})),
-                   looks=dict(doc.get("looks", {})), shared=dict(doc.get("shared", {})),
-                   side_by_side=bool(doc.get("side_by_side", False)), gpu_facts=dict(doc.get("gpu_facts", {})))
-        done.continued = len(done.pairs) if earlier else doc.get("continued", 0)
+        got = PairedResult.of(doc)
+        done = cls(runs=[bench.RunResult.from_json(r) for r in got.runs],
+                   pairs=[p.to_json() for p in got.complete_pairs()],
+                   launches=[x.to_json() for x in got.launches or ()], effective=dict(got.effective or {}),
+                   looks=dict(got.looks or {}), shared=dict(got.shared or {}),
+                   side_by_side=bool(got.side_by_side), gpu_facts=dict(got.gpu_facts or {}))
+        done.continued = len(done.pairs) if earlier else (got.continued or 0)
         return done
 
     def add_runs(self, i: int, letter: str, runs, launch: int) -> None:
@@ -566,7 +568,8 @@ def prior_pairs(ctx: StepContext) -> dict:
         doc = json.loads((ctx.writer.state_dir / run.folder / "result.json").read_text())
     except (OSError, ValueError):
         return {}
-    if doc.get("design") != PAIR_DESIGN or (run.runs is not None and len(doc.get("pairs", ())) != run.runs):
+    got = PairedResult.of(doc)
+    if got is None or got.design != PAIR_DESIGN or (run.runs is not None and len(got.pairs) != run.runs):
         return {}
     return doc
 
@@ -609,15 +612,16 @@ def record(ctx: StepContext, doc: dict, effective: dict, launches: list) -> dict
     folder = ctx.folder
     (folder / "result.json").write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     (folder / "effective.json").write_text(json.dumps(secrets.redact_tree(effective), sort_keys=True, default=str))
-    candidate = {i for p in doc["pairs"] for b in p["blocks"] if b["arm"] == CANDIDATE for i in b["runs"]}
-    metrics = medians_of_runs([r for r in doc["runs"] if r["index"] in candidate and not r.get("invalid")])
+    got = PairedResult.of(doc)
+    candidate = got.run_indexes(CANDIDATE)
+    metrics = medians_of_runs([r for r in got.runs if r["index"] in candidate and not r.get("invalid")])
     argv = next((tuple(x["argv"]) for x in reversed(launches) if x["arm"] == CANDIDATE and "argv" in x), ())
     effective = effective | gpus.visible(ctx.walk, ctx.addr, ctx.step.payload["host"])  # the GPUs both arms ran on
-    effective = effective | doc.get("gpu_facts", {})  # the snapshots at the pair's start and end
-    effective = effective | run_conditions.during(bench.RunResult.from_json(r) for r in doc["runs"])  # each run's GPUs
+    effective = effective | dict(got.gpu_facts or {})  # the snapshots at the pair's start and end
+    effective = effective | run_conditions.during(bench.RunResult.from_json(r) for r in got.runs)  # each run's GPUs
     # the candidate's stack (its provision: the step's last dependency): torch's CUDA build, nvcc
     effective = stack_facts(ctx.walk, ctx.writer.state, ctx.step, deps=ctx.step.deps[-1:]) | effective
     run = attrs.evolve(ctx.writer.run_record(ctx.step, ctx.run_id, folder, ctx.started, "completed", metrics=metrics,
-                                             effective=effective, argv=argv), runs=len(doc["pairs"]))
+                                             effective=effective, argv=argv), runs=len(got.pairs))
     ctx.writer.step_done(ctx.step, run)
     return metrics
