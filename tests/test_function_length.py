@@ -22,7 +22,6 @@ LIMIT = 100
 ALLOWED: dict[tuple[str, str], str] = {
     ("specdsl/apply/steps/paired.py", "run_paired"): "issue 36",
     ("specdsl/apply/steps/endpoint.py", "run_pairs"): "issue 36",
-    ("specdsl/diagnose/compare.py", "compare_arms"): "issue 36",
 }
 
 
