@@ -21,7 +21,6 @@ LIMIT = 100
 # (module path, qualified name) -> the issue that splits it
 ALLOWED: dict[tuple[str, str], str] = {
     ("specdsl/apply/steps/paired.py", "run_paired"): "issue 36",
-    ("specdsl/apply/steps/endpoint.py", "run_pairs"): "issue 36",
 }
 
 

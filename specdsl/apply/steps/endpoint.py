@@ -145,10 +145,8 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     one run each, no launches), read by the verdicts as any pairs are.
     Recorded pairs are continued only while both servers still report
     what they were recorded against."""
-    from specdsl.apply.steps import paired
     from specdsl.graph.build import ENDPOINT_PAIR_DESIGN
     from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order
-    from specdsl.model.endpoint import BASELINE_PREFIX, EFFECTIVE_PREFIX
     from specdsl.plan.looks import first_pairs, looks_of, schedule_for
 
     walk, step = ctx.walk, ctx.step
@@ -156,21 +154,8 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     arms = {BASELINE: base.server, CANDIDATE: exp.server}
     names = {BASELINE: base.name, CANDIDATE: exp.name}
     ctx.begin()
-    reports = {}
-    for letter, server in arms.items():
-        ctx.progress(f"asking the server at {shown(server.url)} (arm {letter}, {names[letter]}) what it is (nothing is launched)")
-        try:
-            reports[letter] = probe(server)
-        except EndpointError as exc:
-            raise StepFailed(f"existing server (arm {letter}, {names[letter]}): {exc}") from None
-    recorded = ctx.writer.state.result(step.identity)
-    same = recorded is not None and not any(
-        identity_changes(recorded_identity(recorded.effective, prefix), reports[letter].identity)
-        for letter, prefix in ((BASELINE, BASELINE_PREFIX), (CANDIDATE, EFFECTIVE_PREFIX)))
-    prior = paired.prior_pairs(ctx) if same and not walk.plan.rerun else {}
-    got = PairedResult.of(prior)
-    if got is None or got.design != ENDPOINT_PAIR_DESIGN:
-        prior, got = {}, PairedResult((), ())
+    reports = _reports(ctx, arms, names)
+    prior, got = _continued(ctx, reports)
     workload = exp.workload
     if workload.prefix_cache is None:
         workload = attrs.evolve(workload, prefix_cache="warm")  # servers others use: their caches are not emptied
@@ -214,18 +199,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
 
     try:
         if workload.warmup > 0:  # once per server: there is no launch to warm up after
-            for letter in (BASELINE, CANDIDATE):
-                server = arms[letter]
-                ctx.progress(f"arm {letter} ({names[letter]}): warming up, {workload.warmup} requests")
-                w_warm = attrs.evolve(w_run, warmup=workload.warmup)
-                try:
-                    with _api_key(server):
-                        bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
-                                      quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, walk.spec_dir),
-                                      stop=ctx.stop)
-                except bench.BenchError as exc:
-                    raise StepFailed(f"arm {letter}, existing server at {shown(server.url)}: warm-up: "
-                                     f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
+            _warm_up(ctx, arms, names, adapters, attrs.evolve(w_run, warmup=workload.warmup), folder)
         i = len(pairs)
         while i < first or (i < budget and decide_more(doc())):
             blocks = []
@@ -246,6 +220,55 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
     return completed(ctx, f"{len(pairs)} pairs of runs (ABBA) on two servers already running, nothing launched; "
                           f"candidate {summary}", str(folder))
+
+
+def _reports(ctx: StepContext, arms: dict, names: dict) -> dict:
+    """What each arm's server already running says it is (nothing is launched)."""
+    reports = {}
+    for letter, server in arms.items():
+        ctx.progress(f"asking the server at {shown(server.url)} (arm {letter}, {names[letter]}) what it is (nothing is launched)")
+        try:
+            reports[letter] = probe(server)
+        except EndpointError as exc:
+            raise StepFailed(f"existing server (arm {letter}, {names[letter]}): {exc}") from None
+    return reports
+
+
+def _continued(ctx: StepContext, reports: dict) -> tuple[dict, PairedResult]:
+    """(the recorded result to continue, as its document and typed): the
+    pairs an earlier apply recorded, while both servers still report what
+    they were recorded against and no --rerun; else ({}, no pairs)."""
+    from specdsl.apply.steps import paired
+    from specdsl.graph.build import ENDPOINT_PAIR_DESIGN
+    from specdsl.graph.pairs import BASELINE, CANDIDATE
+    from specdsl.model.endpoint import BASELINE_PREFIX, EFFECTIVE_PREFIX
+
+    recorded = ctx.writer.state.result(ctx.step.identity)
+    same = recorded is not None and not any(
+        identity_changes(recorded_identity(recorded.effective, prefix), reports[letter].identity)
+        for letter, prefix in ((BASELINE, BASELINE_PREFIX), (CANDIDATE, EFFECTIVE_PREFIX)))
+    prior = paired.prior_pairs(ctx) if same and not ctx.walk.plan.rerun else {}
+    got = PairedResult.of(prior)
+    if got is None or got.design != ENDPOINT_PAIR_DESIGN:
+        return {}, PairedResult((), ())
+    return prior, got
+
+
+def _warm_up(ctx: StepContext, arms: dict, names: dict, adapters: dict, w_warm, folder) -> None:
+    """Each arm's server warmed up once, baseline first (`w_warm`'s warm-up requests)."""
+    from specdsl.graph.pairs import BASELINE, CANDIDATE
+
+    for letter in (BASELINE, CANDIDATE):
+        server = arms[letter]
+        ctx.progress(f"arm {letter} ({names[letter]}): warming up, {w_warm.warmup} requests")
+        try:
+            with _api_key(server):
+                bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
+                              quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, ctx.walk.spec_dir),
+                              stop=ctx.stop)
+        except bench.BenchError as exc:
+            raise StepFailed(f"arm {letter}, existing server at {shown(server.url)}: warm-up: "
+                             f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
 
 
 def _record_pairs(ctx: StepContext, doc: dict, reports: dict) -> dict:
