@@ -151,7 +151,8 @@ def make_plan(
         action, why, facts, note, endpoint = _DECIDERS[step.kind](d, step, prior, fields)
         d.actions[addr] = action
         d.changes[addr] = Change(addr, step.kind, action, render(why, **facts) + note, step.identity, fields, step.deps,
-                                 step.after, step.experiments, step.host, endpoint=endpoint, why=why)
+                                 step.after, step.experiments, step.host, endpoint=endpoint, why=why,
+                                 shares=d.shared.get(addr, ()) if action is Action.RUN else ())
     # promotions of one track are decided together: two candidates that
     # would pass on recorded verdicts alone are held, as apply would hold them
     for addr, (action, reason) in _promote_actions(graph, d.candidacy).items():
@@ -424,7 +425,8 @@ def shared_blocks(graph: Graph, fresh: list[str], state=None) -> dict[str, tuple
     """The paired benchmarks of `fresh` (measured from nothing in this
     plan, in plan order) that share their baseline's launches, each with
     its group (specdsl.graph.pairs.sharing_groups; the first leads). The
-    walk groups them the same way (apply/steps/paired.py)."""
+    plan carries each group in its changes (`Change.shares`), which the walk
+    measures as planned (apply/steps/paired.py:sharing_followers)."""
     keys = {}
     for addr in fresh:
         step = graph.steps[addr]

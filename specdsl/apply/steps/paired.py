@@ -47,8 +47,6 @@ from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order, arms_run_order
 from specdsl.hosts import Cancelled
 from specdsl.paired_result import PairedResult
 from specdsl.plan.looks import counting_block, first_pairs, grid_first, recorded_block, schedule_for
-from specdsl.plan.diff import shared_blocks
-from specdsl.plan.model import Action
 from specdsl.servers import jit as server_jit
 
 MAX_REPLACED = 2  # fresh launches that may replace dropped ones of one arm in one pair
@@ -524,25 +522,19 @@ def _leave(walk, followers) -> None:
 
 def sharing_followers(ctx: StepContext) -> list:
     """The other paired benchmarks this step measures with its own, in
-    blocks that share the baseline's launches (specdsl.graph.pairs): of
-    the plan's paired benchmarks that run from nothing (no recorded pairs
-    to continue, or --rerun), those of this one's share key whose step has
-    not started and whose environments are provisioned; none when this one
-    continues recorded pairs. The plan counts the same groups
-    (plan.diff.shared_blocks). Marks them started."""
+    blocks that share the baseline's launches (specdsl.graph.pairs): the
+    group the plan decided (`Change.shares`, of the paired benchmarks that
+    run from nothing: plan.diff.shared_blocks), less those whose step has
+    started and those whose environments are not provisioned yet; none
+    when a leader that stopped left this one what it measured. Marks them
+    started."""
     walk, me = ctx.walk, ctx.step
-    state = ctx.writer.state
-
-    def fresh(step) -> bool:
-        return walk.plan.rerun or state.result(step.identity) is None
-
     with walk.mutex:
         walk.paired_started.add(me.addr)
-        if not fresh(me) or me.addr in walk.shared_pairs:
+        change = walk.change(me.addr)
+        if change is None or me.addr in walk.shared_pairs:
             return []
-        running = [c.addr for c in walk.plan.changes if c.action is Action.RUN and c.addr in walk.graph.steps
-                   and walk.graph.steps[c.addr].kind == "benchmark" and fresh(walk.graph.steps[c.addr])]
-        group = shared_blocks(walk.graph, running, state).get(me.addr, ())
+        group = change.shares
         cells = walk.graph.by_experiment
         out = []
         for addr in group:
