@@ -62,6 +62,7 @@ import aiohttp  # noqa: E402
 
 import specdsl  # noqa: E402
 import specdsl.bench.client as client_module  # noqa: E402
+import specdsl.bench.runner as runner_module  # noqa: E402
 from specdsl.bench import run_benchmark  # noqa: E402
 from specdsl.bench.datasets import build_prompts  # noqa: E402
 from specdsl.bench.loadgen import request_body  # noqa: E402
@@ -69,12 +70,18 @@ from specdsl.model.config import Workload  # noqa: E402
 from specdsl.servers import adapter_for  # noqa: E402
 
 KEYS = ("median_ttft_ms", "median_itl_ms", "output_throughput", "median_overhead_ms")
+# the overhead's two halves (explain; not goals): the send stamp to the double's read of the request,
+# and the double's write of the first token to its arrival stamp
+HALVES = ("median_send_to_read_ms", "median_write_to_arrival_ms")
 
 # The first chunk of each request specdsl's client handled: (its TTFT in s,
-# the double's stamps [request read, chunk written]); filled through
-# `_observe` below, read by `ours`.
-_FIRSTS: list[tuple[float, list[float] | None]] = []
+# the double's stamps [request read, chunk written], the send stamp on
+# perf_counter's clock); filled through `_observe` and `_sent` below, read
+# by `ours`.
+_FIRSTS: list[tuple[float, list[float] | None, float]] = []
 _handle_line = client_module._handle_line
+_stream_request = runner_module.stream_request
+_PENDING: dict[int, tuple[float, list[float] | None]] = {}
 
 
 def _observe(line, t, chunks, record, pieces, keep_text):
@@ -83,11 +90,33 @@ def _observe(line, t, chunks, record, pieces, keep_text):
     first = not chunks
     done = _handle_line(line, t, chunks, record, pieces, keep_text)
     if first and chunks:
-        _FIRSTS.append((t, json.loads(line[5:]).get("double_t")))
+        _PENDING[id(record)] = (t, json.loads(line[5:]).get("double_t"))
     return done
 
 
+async def _sent(session, url, body, headers, record, *, t0, **kw):
+    """specdsl's stream_request, noting where its send stamp fell (t0 +
+    start_s) beside the first chunk's stamps."""
+    try:
+        return await _stream_request(session, url, body, headers, record, t0=t0, **kw)
+    finally:
+        got = _PENDING.pop(id(record), None)
+        if got is not None:
+            _FIRSTS.append((*got, t0 + record.start_s))
+
+
 client_module._handle_line = _observe
+runner_module.stream_request = _sent
+
+
+def halves_ms(firsts: list[tuple[float, list[float] | None, float]]) -> dict[str, float]:
+    """The medians over requests of the overhead's halves: send stamp ->
+    the double's read of the request, the double's write of the first
+    token -> its arrival stamp (both on CLOCK_MONOTONIC)."""
+    got = [(d[0] - sent, sent + t - d[1]) for t, d, sent in firsts if d]
+    if not got:
+        return dict.fromkeys(HALVES, float("nan"))
+    return {HALVES[0]: statistics.median(a for a, _ in got) * 1000, HALVES[1]: statistics.median(b for _, b in got) * 1000}
 
 
 def overhead_ms(firsts: list[tuple[float, list[float] | None]]) -> float:
@@ -97,7 +126,7 @@ def overhead_ms(firsts: list[tuple[float, list[float] | None]]) -> float:
     double's lateness (a loaded machine waking its thread late) taken out.
     NaN when no stamps were seen (specdsl's worker processes, with
     `--client-processes` above 1, are not observed)."""
-    got = [(t - (d[1] - d[0])) * 1000 for t, d in firsts if d]
+    got = [(t - (d[1] - d[0])) * 1000 for t, d, *_ in firsts if d]
     return statistics.median(got) if got else float("nan")
 
 
@@ -136,7 +165,7 @@ def ours(base: str, w: Workload, out: Path) -> dict:
     if m["completed"] != w.requests:
         raise RuntimeError(f"specdsl: {m['failed']} requests failed")
     measured = _FIRSTS[-w.requests:]  # the warm-up's requests came first
-    return ({k: m[k] for k in KEYS[:3]} | {"median_overhead_ms": overhead_ms(measured)}
+    return ({k: m[k] for k in KEYS[:3]} | {"median_overhead_ms": overhead_ms(measured)} | halves_ms(measured)
             | {"client_bound": any(x.startswith("client-bound") for x in run.warnings)})
 
 
@@ -146,8 +175,8 @@ def reference(base: str, bodies: list[bytes], w: Workload, burst: bool = False, 
     s = summary(records, duration)
     if s["completed"] != w.requests:
         raise RuntimeError("reference: requests failed")
-    out = {k: s[k] for k in KEYS[:3]} | {
-        "median_overhead_ms": overhead_ms([(r["chunks_s"][0], r["double_t"]) for r in records if r["ok"]])}
+    firsts = [(r["chunks_s"][0], r["double_t"], r["start"]) for r in records if r["ok"]]
+    out = {k: s[k] for k in KEYS[:3]} | {"median_overhead_ms": overhead_ms(firsts)} | halves_ms(firsts)
     for clock in records[0].get("clocks", ()):  # the new-connection reader: its TTFT by other clocks
         out[f"median_ttft_ms, reference clock {clock}"] = statistics.median(
             (r["chunks_s"][0] + r["clocks"][clock]) * 1000 for r in records if r["ok"])
@@ -190,6 +219,7 @@ def main() -> int:
                     load_procs = burners(busy)
                     try:
                         for who in (("ours", "ref") if rep % 2 == 0 else ("ref", "ours")):
+                            _PENDING.clear()
                             pair[who] = (ours(base, w, Path(tmp) / f"{rep}-{c}-{n}-{busy}") if who == "ours" else
                                          reference(base, bodies, w, a.reference_burst, a.reference == "new-connection"))
                         load[busy].append(os.getloadavg()[0])

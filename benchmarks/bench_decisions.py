@@ -444,6 +444,7 @@ def main(argv=None) -> int:
     ap.add_argument("--burst-runs", type=int, default=5)
     ap.add_argument("--burst-max-runs", type=int, default=15)
     ap.add_argument("--write", action="store_true", help="write the table to docs/benchmarks.md")
+    ap.add_argument("--keep", action="store_true", help="keep the applies' folders (their results) and say where")
     args = ap.parse_args(argv)
     BURSTS_EFFECT[0] = args.burst_effect
     t0 = time.monotonic()
@@ -457,7 +458,10 @@ def main(argv=None) -> int:
             records = run(args, sides, scratch)
             bursts = run_bursts(args, sides, scratch)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        if args.keep:
+            print(f"kept: {scratch}", flush=True)
+        else:
+            shutil.rmtree(scratch, ignore_errors=True)
     wall = time.monotonic() - t0
     summary = {side: summarise(records, side) for side in (("new",) if args.new_only else ("today", "new"))}
     body = table(summary, args)

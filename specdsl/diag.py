@@ -14,7 +14,6 @@ This module imports nothing else from specdsl.
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterable
 
 import attrs
@@ -90,6 +89,8 @@ class Diagnostics:
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """'did you mean `x`?' for the closest candidate, or ''."""
+    import difflib  # only when a name is wrong: a plan that imports it waits ~8 ms
+
     close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
     return f"did you mean `{close[0]}`?" if close else ""
 

@@ -35,11 +35,11 @@ class Exit(enum.IntEnum):
 
 _MEANING = {
     Exit.OK: "success: every check passed (apply), nothing to change (plan --detailed-exitcode), "
-             "the smallest reproducing set decided (bisect)",
+             "the smallest reproducing set decided (bisect), the answer found and every assertion over it passed (search)",
     Exit.ERROR: "an error before anything ran: bad input (a spec, an option, a state or plan file), "
                 "an invalid spec (validate), a file not formatted (fmt --check), a confirmation declined or not given",
     Exit.CHANGES: "plan --detailed-exitcode: changes pending (or undecided verdicts that more pairs would decide)",
-    Exit.CHECK_FAILED: "apply: a check failed (a confident FAIL)",
+    Exit.CHECK_FAILED: "apply: a check failed (a confident FAIL); search: an assertion over its answer failed",
     Exit.UNDECIDED: "apply: a verdict inconclusive or undecidable; bisect: nothing reproduces, the bound was "
                     "reached, or the answer rests on undecided experiments",
     Exit.FAILED: "apply: a step failed or the state could not be written (apply again resumes); "

@@ -4,7 +4,7 @@ specdsl.bench.bursts'; the sampler specdsl.bench.hostload's).
 
 Side by side (both arms up, specdsl.graph.pairs), the runs of a block go
 in rounds: the j-th run of every arm, back to back. After each round its
-runs' host records are compared; an unbalanced round's runs are all
+runs' host records and their client's lag (`round_record`) are compared; an unbalanced round's runs are all
 invalid, each with its reason (they stay in the result, listed under their
 block's `remeasured`, and no verdict reads them), and once the other work
 has calmed down (`calm`: back near the round's quietest run, waited
@@ -33,6 +33,11 @@ from specdsl.paired_result import PairedResult
 
 CALM_WAIT_S = 2.0
 _CALM_STEP_S = 0.25
+
+
+def round_record(host: dict | None, runs=()) -> dict:
+    """What the round's rule reads of a run: its host record and its client's lag (bursts.round_record)."""
+    return bursts.round_record(host, runs)
 
 
 def meter() -> LoadMeter:
@@ -80,8 +85,9 @@ def measure_rounds(order, measure, drop, warn_kept, stop=None, wait=None) -> int
             for a in arms:
                 drop(a, reasons[a])
             dropped += len(arms)
-            key = bursts.measure_of(hosts.values())
-            wait(min(bursts.other_of(h, key) for h in hosts.values()), stop)
+            quiet = bursts.quiet_of(hosts)
+            if quiet is not None:
+                wait(quiet, stop)
             arms = arms[::-1]
             hosts = {a: measure(a, j) for a in arms}
     return dropped

@@ -120,10 +120,12 @@ def evaluate(expr: ast.Expr, mine: Results | None, baseline: Results | None, env
             value = mine.effective[key]
             shown.append(f"{expr.dotted} = {value!r}")
             return value
-        if head in ("var", "matrix"):
+        if head in ("var", "matrix", "search"):
             value = env.get(expr.dotted)
             if value is None:
                 raise _Missing(f"`{expr.dotted}` has no value")
+            if head == "search":
+                shown.append(f"{expr.dotted} = {_num(value)}")
             return value
         results, who, name = _target(expr, mine, baseline)
         values = _values(results, name, who)

@@ -116,6 +116,23 @@ def launch_mean(block: Results) -> Results:
     return attrs.evolve(block, runs=(mean,))
 
 
+def pair_points(shape, pairs, env: dict) -> list[tuple[float | None, float]]:
+    """Pair by pair, (the baseline arm's value, the candidate arm's value)
+    of a paired assertion as its verdict reads them: a ratio reads each
+    arm's launch as the mean of its runs (`launch_mean`); a difference and
+    an absolute bound read each block's term (the baseline's None for an
+    absolute bound). The one reading of a pair: `decide` and the report
+    (specdsl.report.gather) both take it from here."""
+    if shape.kind == "ratio":
+        return [(_value(shape.baseline, None, launch_mean(a), env), _value(shape.candidate, launch_mean(b), None, env))
+                for a, b in pairs]
+    out: list[tuple[float | None, float]] = []
+    for a, b in pairs:
+        cand = _value(shape.candidate, b, None, env)  # the candidate's first: its error is the one said
+        out.append((_value(shape.baseline, None, a, env) if shape.kind == "difference" else None, cand))
+    return out
+
+
 def _value(term, mine, baseline, env) -> float:
     return float(checks.evaluate(term, mine, baseline, env, []))
 
@@ -143,8 +160,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
         if shape.kind == "ratio":
             k = _constant(shape.k, env) if shape.k is not None else 1.0
             if measured.pairs:
-                pairs = [(_value(shape.baseline, None, launch_mean(a), env), _value(shape.candidate, launch_mean(b), None, env))
-                         for a, b in measured.pairs]
+                pairs = pair_points(shape, measured.pairs, env)
                 if schedule is not None and len(pairs) >= 2:
                     d = v.sequential_decision(pairs, shape.op, k, schedule, alpha=alpha)
                 else:
@@ -172,7 +188,7 @@ def decide(name: str, expr, measured: Measured, env: dict, *, alpha: float, sche
             return spread
         threshold = _constant(shape.k, env)
         if measured.pairs:
-            values = [_value(shape.candidate, b, None, env) for _a, b in measured.pairs]
+            values = [cand for _base, cand in pair_points(shape, measured.pairs, env)]
             flagged = v.describe_outliers(values, "the candidate's blocks", _pair_labels(len(values)))
         else:
             values = [_value(shape.candidate, r, None, env) for r in measured.candidate_runs]
@@ -191,7 +207,7 @@ def _difference(name: str, shape, measured: Measured, env: dict, alpha: float) -
 
     d = _constant(shape.k, env)
     if measured.pairs:
-        diffs = [_value(shape.candidate, b, None, env) - _value(shape.baseline, None, a, env) for a, b in measured.pairs]
+        diffs = [cand - base for base, cand in pair_points(shape, measured.pairs, env)]
         flagged = v.describe_outliers(diffs, "the pairs' differences", _pair_labels(len(diffs)))
         return _verdict(name, v.absolute_decision(diffs, shape.op, d, alpha=alpha),
                         note=_joined("paired differences (candidate block - baseline block)", flagged))

@@ -37,7 +37,23 @@ any round was before this rule, and says so (`KEPT` in its runs'
 warnings). Dropped runs are recorded and counted, never silently lost.
 
 A round without host records (another OS, a remote machine's runs read
-here, results of earlier versions) is never unbalanced.
+here, results of earlier versions) is never unbalanced by them.
+
+**The client's lag.** A run's host record is an average over the run; a
+burst of a few tens of milliseconds near a run's end moves a streamed
+run's duration (first request sent to last chunk received) by as much and
+barely moves the average. The built-in client sees it at a 10 ms grain:
+its event loop's timers fire late (`client.loop_lag_max_ms`,
+specdsl.bench.monitor; the worst worker's when it has several), and a
+chunk that arrives meanwhile is stamped that late. So a round is also
+unbalanced when its runs' worst timer lags differ by more than
+`LAG_TOLERANCE` (1%) of the round's mean run duration: 12 ms on the
+story's 1.2 s runs, where the verdicts' margins are 2%; 1.8 s on a
+3-minute run, which no wake-up lag reaches. The lag is the client's own
+process waiting for a CPU or for its loop (what the machine did to it),
+the same work for every arm of a round (the same prompts, the same
+tokens); the scale is the round's, not one arm's. Runs without a client
+record (a user's command) are never unbalanced by it.
 """
 
 from __future__ import annotations
@@ -48,6 +64,7 @@ OURS = 1.0
 TOLERANCE = 0.25
 RETRIES = 3  # measurements of a round after its first, at most
 KEPT = "burst: kept unbalanced"
+LAG_TOLERANCE = 0.01  # of the round's mean run duration: the client's worst timer lags further apart are a burst
 
 
 def measure_of(hosts) -> str:
@@ -67,10 +84,60 @@ def contention(other: float, cores: int) -> float:
     return max(1.0, (max(0.0, other) + OURS) / max(1, int(cores)))
 
 
+def round_record(host: dict[str, Any] | None, runs=()) -> dict[str, Any]:
+    """What the rule reads of one arm's run in a round: its host record,
+    with `client_lag_ms` (the worst timer lag of the client's event loops
+    during it) and `run_s` (its duration) where the run (bench.RunResult)
+    has a client record."""
+    out = dict(host or {})
+    lags = [float(r.client["loop_lag_max_ms"]) for r in runs if "loop_lag_max_ms" in (r.client or {})]
+    spans = [float(r.metrics["duration"]) for r in runs if "duration" in r.metrics]
+    if lags:
+        out["client_lag_ms"] = max(lags)
+        out["run_s"] = sum(spans) if spans else float(out.get("wall_s") or 0.0)
+    return out
+
+
+def lag_unbalanced(records: dict[str, dict[str, Any] | None]) -> dict[str, str]:
+    """The client's lag of a round (`records`: arm -> round_record): when
+    its runs' worst timer lags differ by more than LAG_TOLERANCE of the
+    round's mean run duration, arm -> why its run is invalid, else {}."""
+    lags = {arm: (r or {}).get("client_lag_ms") for arm, r in records.items()}
+    spans = [float((r or {}).get("run_s") or 0.0) for r in records.values()]
+    if len(lags) < 2 or any(x is None for x in lags.values()) or not all(x > 0 for x in spans):
+        return {}
+    scale = sum(spans) / len(spans)
+    limit = LAG_TOLERANCE * scale * 1000.0
+    quiet_arm = min(lags, key=lambda a: (lags[a], a))
+    hit = sorted(arm for arm, x in lags.items() if x > lags[quiet_arm] + limit)
+    if not hit:
+        return {}
+
+    def burst(arm: str) -> str:
+        return (f"a burst of other work: the client's event loop ran a timer {lags[arm]:.1f} ms late during it, "
+                f"{lags[quiet_arm]:.1f} ms at most during arm {quiet_arm}'s run of its round (more than "
+                f"{LAG_TOLERANCE:.0%} of the round's {scale:.3g} s runs apart: {limit:.1f} ms)")
+
+    return {arm: (burst(arm) + "; its round is measured again") if arm in hit else
+            f"its round was measured again: arm {hit[0]}'s run beside it was hit by {burst(hit[0])}" for arm in lags}
+
+
 def unbalanced(hosts: dict[str, dict[str, Any] | None]) -> dict[str, str]:
-    """`hosts`: arm -> the host record of its run in one round. Returns,
-    when the round is unbalanced, arm -> why its run is invalid (every arm
-    of the round), else {}."""
+    """`hosts`: arm -> the host record of its run in one round (or its
+    round_record). Returns, when the round is unbalanced (by the host's
+    load, else by the client's lag), arm -> why its run is invalid (every
+    arm of the round), else {}."""
+    return _load_unbalanced(hosts) or lag_unbalanced(hosts)
+
+
+def quiet_of(hosts: dict[str, dict[str, Any] | None]) -> float | None:
+    """The other work of a round's quietest run (what `calm` waits for), None where a run has no host record."""
+    key = measure_of(hosts.values())
+    others = [other_of(h, key) for h in hosts.values()]
+    return None if any(x is None for x in others) else min(others)
+
+
+def _load_unbalanced(hosts: dict[str, dict[str, Any] | None]) -> dict[str, str]:
     key = measure_of(hosts.values())
     others = {arm: other_of(h, key) for arm, h in hosts.items()}
     if len(others) < 2 or any(x is None for x in others.values()):

@@ -150,6 +150,8 @@ def run_benchmark(
     first_run: int = 0,
     watches: Sequence[RunWatch] = (),
     jit: Callable[[], list] | None = None,
+    rate_hint: float = 0.0,
+    authorization: str | None = None,
 ) -> BenchResult:
     """Run the built-in load generator for `workload` (a
     `specdsl.model.config.Workload`) against the server at `base_url`,
@@ -164,7 +166,13 @@ def run_benchmark(
     with the run, and a run one of them finds disturbed is invalid. `jit()`
     returns the compile lines the server's log gained since it was last
     called (each with `kind` and `line`: specdsl.servers.jit); None: the
-    log is not read. Writes per-request records under `out_dir`.
+    log is not read. `rate_hint` is the most requests a second this
+    server's launch has reached before this call (its warm-up's and
+    earlier runs' `peak_rate`, which a caller that makes one call a run
+    carries over): a run of `duration` makes its fresh prompts from it
+    (`_Bench.prompt_count`). `authorization`: the `Authorization` header's
+    value for every request (a secret: sent, never written; to worker
+    processes on their stdin). Writes per-request records under `out_dir`.
 
     Raises BenchError when the workload is invalid, when every warmup
     request or every request of a run failed (with the reasons and their
@@ -175,8 +183,10 @@ def run_benchmark(
     (specdsl.bench.validity). A steady warm-up that did not settle raises
     `Unsettled` (a BenchError) before any run."""
     _check_workload(workload)
-    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit)
+    bench, settings = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit,
+                               authorization)
     bench.watches = tuple(watches)
+    bench.peak_rate = max(0.0, float(rate_hint))
     try:
         runs = _run_loop(bench.session(bench.all_runs))
     except BenchError as exc:
@@ -198,19 +208,25 @@ def warm_up(
     progress: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     jit: Callable[[], list] | None = None,
+    authorization: str | None = None,
 ) -> dict[str, Any]:
     """Only the warm-up of `workload` (see `_Bench.warm_up`) against the
     server at `base_url`: what a paired benchmark sends once after each
     launch, before the runs of both arms alternate. Nothing is measured or
     written but the folder; returns what `_Bench.warm_up` does. Raises
     BenchError when every warm-up request failed, or on `stop`; Unsettled
-    when a steady warm-up did not settle."""
+    when a steady warm-up did not settle. What it returns holds
+    `peak_rate` where a batch of it was timed: the most requests a second
+    one reached (a later `run_benchmark` on this launch takes it as its
+    `rate_hint`)."""
     _check_workload(workload)
-    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit)
-    return _run_loop(bench.session(bench.warm_up))
+    bench, _ = _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, NOTHING, 0, jit, authorization)
+    done = _run_loop(bench.session(bench.warm_up))
+    return done | {"peak_rate": round(bench.peak_rate, 3)} if bench.peak_rate > 0 else done
 
 
-def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None):
+def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, stop, server, first_run, jit=None,
+             authorization=None):
     """(the _Bench of one call, the request settings it uses)."""
     out_dir = Path(out_dir)
     private.make_dirs(out_dir)
@@ -220,7 +236,7 @@ def _prepare(workload, base_url, model, out_dir, quirks, tokenizer, progress, st
     first_prompts, _ = source.prompts(1, first_run)
     settings = request_settings(workload, url, model, quirks, tokenizer, source,
                                 request_body(first_prompts[0], model, quirks, workload.ignore_eos))
-    runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop)
+    runner = StreamRunner(url, float(workload.timeout), keep_text=tok is not None, stop=stop, authorization=authorization)
     say = progress or (lambda _msg: None)
     bench = _Bench(runner, workload, source, model, quirks, tok, out_dir, say, server, base_url, first_run)
     bench.jit = jit or (lambda: [])
@@ -286,7 +302,8 @@ class _Bench:
         try:
             if processes(w) == 1:
                 return await work()
-            async with WorkerPool(processes(w), self.out_dir, runner.url, float(w.timeout), self.tok is not None) as pool:
+            async with WorkerPool(processes(w), self.out_dir, runner.url, float(w.timeout), self.tok is not None,
+                                  runner.authorization) as pool:
                 self.say(f"client: {pool.count} processes (pids {', '.join(map(str, pool.pids))})")
                 self.pool = pool
                 return await work()
@@ -406,9 +423,12 @@ class _Bench:
         _count_tokens(records, texts, self.tok)
         _fill_prompt_lens(records, prompts)
         path = self.out_dir / f"run-{index}.requests.jsonl"
+        window = float(seconds) if seconds and offsets is None else None  # a closed loop for a time: read over its window
         header = {"run": index, "duration_s": duration, "url": runner.url, "prompts": prompt_record, "cache_reset": cache}
+        if window:
+            header["window_s"] = window
         write_records(path, header, records)
-        metrics, samples, failures = compute_metrics(records, duration, getattr(w, "slo", None))
+        metrics, samples, failures = compute_metrics(records, duration, getattr(w, "slo", None), window)
         if metrics["completed"] == 0:
             raise BenchError(f"run {index}: all {len(records)} requests to {runner.url} failed: {describe_failures(failures)}")
         server_metrics, server_record = run_figures(self.server, before, after)

@@ -32,12 +32,14 @@ class StreamRunner:
     """Drives requests on one event loop; `session` is set by the owner
     (specdsl.bench.client.make_session) inside the loop."""
 
-    def __init__(self, url: str, timeout: float, keep_text: bool, stop: threading.Event | None):
+    def __init__(self, url: str, timeout: float, keep_text: bool, stop: threading.Event | None,
+                 authorization: str | None = None):
         self.url = url
         self.timeout = timeout
         self.keep_text = keep_text
         self.stop = stop
-        self.headers = request_headers()
+        self.authorization = authorization  # the Authorization header's value (a secret: never written)
+        self.headers = request_headers(authorization)
         self.session = None
 
     async def one(self, i: int, body: bytes, t0: float, texts: dict[int, str]) -> RequestTiming:

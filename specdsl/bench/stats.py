@@ -5,6 +5,16 @@
   output tokens of completed requests / duration; total_token_throughput =
   (input + output tokens) / duration. `duration` runs from the start of the
   run to the end of its last request.
+- A run of `duration` (a closed loop for a time, `window_s`) is read over
+  its window instead, the first `window_s` seconds: each completed request
+  counts by the share of its chunks that arrived inside it (output tokens,
+  the request itself, a good request), its input tokens when its first
+  chunk did, all over `window_s`. What is in flight when the window closes
+  still ends and its latencies count, but the drain after it does not
+  divide the throughput: with requests of one length a closed loop moves in
+  waves, and on the H200 a run whose last wave began just before the window
+  closed waited 1.3 s for two requests alone, reading 12% below the runs
+  of the same launch whose window closed between waves (docs/gpu-run.md).
 - ttft: send -> first chunk with non-empty `choices`; e2el: send -> last such
   chunk; itl: gaps between consecutive such chunks, pooled over requests;
   tpot: (e2el - ttft) / (output_tokens - 1), only for requests with more
@@ -77,11 +87,26 @@ def good_requests(records: Sequence[RequestTiming], slo: Sequence[tuple[str, flo
     return good
 
 
+def window_shares(records: Sequence[RequestTiming], window_s: float) -> list[float]:
+    """Per record, the share of its chunks that arrived within `window_s`
+    of the run's start (0 for a failed request or one without chunks)."""
+    shares = []
+    for rec in records:
+        if not rec.ok or not rec.chunks_s:
+            shares.append(0.0)
+            continue
+        inside = sum(1 for c in rec.chunks_s if rec.start_s + c <= window_s)
+        shares.append(inside / len(rec.chunks_s))
+    return shares
+
+
 def compute_metrics(
-    records: Sequence[RequestTiming], duration_s: float, slo: Sequence[tuple[str, float]] | None = None
+    records: Sequence[RequestTiming], duration_s: float, slo: Sequence[tuple[str, float]] | None = None,
+    window_s: float | None = None,
 ) -> tuple[dict[str, float], dict[str, list[float]], dict[str, int]]:
     """(metrics, samples in ms, failure reason -> count) of one run; with
-    `slo`, its goodput too (`request_goodput`, `goodput_ratio`)."""
+    `slo`, its goodput too (`request_goodput`, `goodput_ratio`); with
+    `window_s` (a run of `duration`), its throughputs over that window."""
     completed = [r for r in records if r.ok]
     failures = Counter(r.reason or "unknown" for r in records if not r.ok)
     total_in = sum(r.prompt_tokens for r in completed)
@@ -93,14 +118,24 @@ def compute_metrics(
         "total_input_tokens": float(total_in),
         "total_output_tokens": float(total_out),
     }
-    if duration_s > 0:
+    if window_s:
+        shares = window_shares(records, window_s)
+        out_in = sum(r.output_tokens * k for r, k in zip(records, shares))
+        in_in = sum(r.prompt_tokens for r in records if r.ok and r.chunks_s and r.start_s + r.chunks_s[0] <= window_s)
+        metrics["request_throughput"] = sum(shares) / window_s
+        metrics["output_throughput"] = out_in / window_s
+        metrics["total_token_throughput"] = (in_in + out_in) / window_s
+    elif duration_s > 0:
         metrics["request_throughput"] = len(completed) / duration_s
         metrics["output_throughput"] = total_out / duration_s
         metrics["total_token_throughput"] = (total_in + total_out) / duration_s
     if slo and records:
         good = good_requests(records, slo)
         metrics["goodput_ratio"] = good / len(records)
-        if duration_s > 0:
+        if window_s:
+            metrics["request_goodput"] = sum(k for r, k in zip(records, window_shares(records, window_s))
+                                             if good_requests([r], slo)) / window_s
+        elif duration_s > 0:
             metrics["request_goodput"] = good / duration_s
     samples = request_samples(records)
     for dist, values in samples.items():

@@ -3,6 +3,8 @@ every streamed chunk, kept as JSONL so any statistic can be recomputed.
 
 File layout (one JSON object per line):
   line 1: {"format_version": 1, "kind": "run", "run": INDEX, "duration_s": ..., ...}
+  (with "window_s" for a run of `duration`: its throughputs are read over
+  that window, specdsl.bench.stats)
   then one line per measured request (warmup requests are not written):
   {"i": N, "ok": bool, "reason": str|null, "status": int|null,
    "start_s": seconds from the run's start to the request being sent,

@@ -82,7 +82,8 @@ async def main() -> int:
         async for msg in _lines():
             op = msg.get("op")
             if op == "setup":
-                runner = StreamRunner(msg["url"], float(msg["timeout"]), keep_text=bool(msg["keep_text"]), stop=None)
+                runner = StreamRunner(msg["url"], float(msg["timeout"]), keep_text=bool(msg["keep_text"]), stop=None,
+                                      authorization=msg.get("authorization"))
                 runner.session = make_session(limit=0)
                 _send({"op": "hello", "pid": os.getpid()})
             elif op == "run":

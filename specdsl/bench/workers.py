@@ -115,8 +115,10 @@ class WorkerPool:
     """`count` worker processes for one benchmark; `async with` starts and
     ends them."""
 
-    def __init__(self, count: int, out_dir: Path, url: str, timeout: float, keep_text: bool):
+    def __init__(self, count: int, out_dir: Path, url: str, timeout: float, keep_text: bool,
+                 authorization: str | None = None):
         self.count, self.out_dir, self.url, self.timeout, self.keep_text = count, Path(out_dir), url, timeout, keep_text
+        self.authorization = authorization  # to each worker on its stdin, never in its environment or arguments
         self.workers: list[_Worker] = []
 
     @property
@@ -137,7 +139,8 @@ class WorkerPool:
                     raise BenchError(f"cannot start client process {k + 1} of {self.count}: {exc}") from exc
                 worker = _Worker(k, proc, log, self.count)
                 self.workers.append(worker)
-                worker.send({"op": "setup", "url": self.url, "timeout": self.timeout, "keep_text": self.keep_text})
+                worker.send({"op": "setup", "url": self.url, "timeout": self.timeout, "keep_text": self.keep_text}
+                            | ({"authorization": self.authorization} if self.authorization else {}))
             await asyncio.wait_for(_all(w.reply("hello", "while starting") for w in self.workers), _START_TIMEOUT_S)
         except BaseException:
             await self.close(grace_s=0.2)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -157,6 +156,8 @@ def cmd_fmt(args) -> int:
         if formatted == text:
             continue
         if args.diff:
+            import difflib
+
             sys.stdout.writelines(
                 difflib.unified_diff(text.splitlines(True), formatted.splitlines(True), f"{name}", f"{name} (formatted)")
             )

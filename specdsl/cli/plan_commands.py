@@ -142,12 +142,13 @@ def planned_for(args, loaded, state, state_dir: Path, *, no_refresh: bool, sessi
 
 
 def _search_json(exp) -> dict:
-    from specdsl.model.search import grid, worst_case
+    from specdsl.model.search import answer_asserts, grid, slo_asserts, worst_case
 
     s = exp.search
     values = grid(s.low, s.high, s.step)
     return {"experiment": exp.name, "over": s.over, "from": s.low, "to": s.high, "step": s.step, "values": len(values),
-            "worst_case_probes": worst_case(values), "asserts": [a.name for a in exp.asserts]}
+            "worst_case_probes": worst_case(values), "asserts": [a.name for a in slo_asserts(exp)],
+            "answer_asserts": [a.name for a in answer_asserts(exp)]}
 
 
 def _render_searches(searches, file: str) -> str:

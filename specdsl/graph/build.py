@@ -197,12 +197,12 @@ def _request_once(work: _Work, server: config.Server, workload: config.Workload)
     field. None for the user's own benchmark command (it sends what it sends)."""
     if workload.command:
         return None
-    from specdsl.facts.client import BASIC, client_settings, request_template
-    from specdsl.facts.engines import QUIRKS
-
     key = (server.engine, server.model, workload.endpoint, workload.dataset, workload.ignore_eos)
 
-    def make() -> dict:
+    def make() -> dict:  # once per distinct key, not per cell
+        from specdsl.facts.client import BASIC, client_settings, request_template
+        from specdsl.facts.engines import QUIRKS
+
         quirks = QUIRKS.get(server.engine, BASIC)
         body = request_template(quirks, model=server.model, endpoint=workload.endpoint, dataset=workload.dataset,
                                 ignore_eos=workload.ignore_eos)

@@ -15,6 +15,8 @@ has is an error), graph/plan (plan shows each server's GPUs) and apply
 
 from __future__ import annotations
 
+import functools
+
 from specdsl.facts import engine_flags
 from specdsl.facts.engines import engine
 from specdsl.model import config
@@ -27,12 +29,12 @@ def host_devices(host: config.Host) -> tuple[int, ...]:
     return host.gpu_ids or tuple(range(host.gpus))
 
 
-def _arg_values(server: config.Server) -> dict[str, object]:
-    """The server's args by destination (`tp-size` and `tensor-parallel-size`
+def _arg_values(engine_name: str, args) -> dict[str, object]:
+    """A server's args by destination (`tp-size` and `tensor-parallel-size`
     are both `tensor_parallel_size`); unknown flags are left out."""
-    flags = engine_flags(server.engine)
+    flags = engine_flags(engine_name)
     out: dict[str, object] = {}
-    for key, value in server.args:
+    for key, value in args:
         info = flags.get(key)
         if info is not None:
             out[info.dest] = value
@@ -45,7 +47,17 @@ def server_need(server: config.Server) -> int | None:
     `command` engine without `gpus`)."""
     if server.gpus is not None:
         return server.gpus
-    return engine(server.engine).gpus(_arg_values(server))
+    try:
+        return _need_of_args(server.engine, server.args)
+    except TypeError:  # an unhashable value among the args: no memo
+        return engine(server.engine).gpus(_arg_values(server.engine, server.args))
+
+
+@functools.lru_cache(maxsize=4096)
+def _need_of_args(engine_name: str, args: tuple) -> int | None:
+    """A need by the engine and args alone (pure): validate and plan ask it
+    of every cell's server, several times each."""
+    return engine(engine_name).gpus(_arg_values(engine_name, args))
 
 
 def need_text(need: int | None, host: config.Host) -> str:

@@ -11,6 +11,11 @@ they are neighbours on the grid. The answer is that pair: the highest value
 that meets the SLO and the first that does not (either may be absent: the
 first value fails, or the last passes). `worst_case` is the most probes any
 answer can take, what plan states.
+
+An assertion that reads `search.concurrency` (`search.rate`: the name is
+the search's `over`) is over the answer, the highest value that meets:
+decided once when the search has its answer (`answer_env`), not by each
+probe. The other assertions are the SLO each probe must meet.
 """
 
 from __future__ import annotations
@@ -18,6 +23,34 @@ from __future__ import annotations
 import math
 
 import attrs
+
+from specdsl.model import ast
+
+
+def reads_search(expr) -> bool:
+    """Whether an assertion's expression reads `search.X` (the search's answer)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Ref) and e.parts[0] == "search":
+            return True
+        if isinstance(e, ast.BinOp):
+            stack.extend((e.left, e.right))
+        elif isinstance(e, (ast.Not, ast.Neg)):
+            stack.append(e.operand)
+        elif isinstance(e, ast.Call):
+            stack.extend(e.args)
+    return False
+
+
+def slo_asserts(exp) -> tuple:
+    """The assertions each probe must meet (those not over the answer)."""
+    return tuple(a for a in exp.asserts if not reads_search(a.expr))
+
+
+def answer_asserts(exp) -> tuple:
+    """The assertions over the search's answer (`search.concurrency >= 16`)."""
+    return tuple(a for a in exp.asserts if reads_search(a.expr))
 
 
 def grid(low: float, high: float, step: float) -> tuple[float, ...]:
@@ -82,6 +115,8 @@ def describe(exp) -> str:
     """One line: what the search looks for and its worst case (plan says it too)."""
     s = exp.search
     values = grid(s.low, s.high, s.step)
-    asserts = ", ".join(a.name for a in exp.asserts)
+    asserts = ", ".join(a.name for a in slo_asserts(exp))
+    answer = ", ".join(a.name for a in answer_asserts(exp))
     return (f"search {exp.name}: the highest {s.over} from {s.low:g} to {s.high:g} (step {s.step:g}, {len(values)} values)"
-            f" at which {asserts} pass: geometric then bisection, at most {worst_case(values)} probes")
+            f" at which {asserts} pass: geometric then bisection, at most {worst_case(values)} probes"
+            + (f"; then {answer} on the answer (search.{s.over})" if answer else ""))

@@ -71,7 +71,7 @@ def sweep_view(ix: Index, name: str, cells: list[str]) -> SweepView:
         latest = (ix.by_step.get(f"benchmark.{cell}") or [None])[-1]
         status = latest.status if latest is not None else "not run"
         checks = []
-        for addr in ix.checks.get(cell, ()):
+        for addr in ix.checks_of(cell):
             v = ix.verdict_run(addr)
             verdict = verdict_of(v)
             checks.append((addr.rsplit(".", 1)[-1], verdict.status.value if verdict is not None else "error"))
@@ -83,7 +83,7 @@ def sweep_view(ix: Index, name: str, cells: list[str]) -> SweepView:
                          metrics, tuple(checks), reason))
     have = set().union(*(dict(c.metrics) for c in rows)) if rows else set()
     # the headline: what the cells' first gating check reads, else throughput
-    first = next((c for c in cells if ix.checks.get(c)), None)
+    first = next((c for c in cells if ix.checks_of(c)), None)
     verdicts = experiment_view(ix, first).verdicts if first is not None else ()
     return SweepView(name, headline(verdicts, have), tuple(rows), tuple(failures))
 

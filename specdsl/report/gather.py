@@ -27,6 +27,7 @@ from specdsl.report import verdicts as vlines
 from specdsl.report.differences import Difference, differences_of
 from specdsl.report.release import ReleaseFacts, release_facts
 from specdsl.state import RunRecord, State
+from specdsl.state.queries import Queries
 from specdsl.verdict.decision import Decision, Status
 from specdsl.verdict.record import Verdict
 
@@ -126,59 +127,18 @@ class ExperimentView:
     measured_as: str = ""  # the experiment asked for, when this is the comparison that measured it as its baseline arm
 
 
-class Index:
-    """State looked up by address, id and identity, once (a sweep asks
-    thousands of times)."""
+class Index(Queries):
+    """The state's queries (specdsl.state.queries: runs by step and
+    experiment, results, verdict runs, checks), with the state folder the
+    report reads run folders from."""
 
     def __init__(self, state: State, state_dir: Path) -> None:
-        self.state, self.state_dir = state, Path(state_dir)
-        self.runs = {r.id: r for r in state.runs}
-        self.by_step: dict[str, list[RunRecord]] = {}
-        self.by_experiment: dict[str, list[RunRecord]] = {}
-        for r in state.runs:
-            self.by_step.setdefault(r.step, []).append(r)
-            self.by_experiment.setdefault(r.experiment, []).append(r)
-        self.steps = {s.addr: s for s in state.steps}
-        self.launches = {s.identity: s for s in state.steps if s.kind == "launch"}
-        self.checks: dict[str, list[str]] = {}
-        for addr in sorted(set(self.steps) | set(self.by_step)):
-            if addr.startswith("check."):
-                for exp in self.by_experiment_of_check(addr):
-                    self.checks.setdefault(exp, []).append(addr)
-
-    def by_experiment_of_check(self, addr: str) -> list[str]:
-        runs = self.by_step.get(addr)
-        if runs:
-            return [runs[-1].experiment]
-        # a check with a record but no run: its experiment is the address minus the check's name
-        head = addr[len("check."):].rsplit(".", 1)[0]
-        return [head]
+        super().__init__(state)
+        self.state_dir = Path(state_dir)
 
     def content(self, addr: str) -> dict:
         step = self.steps.get(addr)
         return step.content_dict() if step is not None else {}
-
-    def result(self, experiment: str) -> RunRecord | None:
-        """The benchmark result of `experiment`: its step's recorded
-        result, else the latest completed run of its benchmark step."""
-        addr = f"benchmark.{experiment}"
-        step = self.steps.get(addr)
-        if step is not None:
-            run = self.state.result(step.identity)
-            if run is not None and run.step == addr:
-                return run
-        return next((r for r in reversed(self.by_step.get(addr, ())) if r.status == "completed"), None)
-
-    def verdict_run(self, addr: str) -> RunRecord | None:
-        step = self.steps.get(addr)
-        runs = [r for r in self.by_step.get(addr, ()) if r.status == "completed" and r.verdict is not None]
-        if step is not None:
-            mine = [r for r in runs if r.identity == step.identity]
-            runs = mine or runs
-        return runs[-1] if runs else None
-
-    def experiments(self) -> list[str]:
-        return sorted(e for e in self.by_experiment if e)
 
 
 def doc_of(run: RunRecord | None, state_dir: Path) -> dict | None:
@@ -208,7 +168,7 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
         notes.append(f"{left_out}; no verdict reads them")
 
     baseline, base_run, base_doc = _baseline_of(ix, name, doc)
-    verdict_list = [_verdict(ix, addr, name, doc, run, base_run, base_doc) for addr in ix.checks.get(name, ())]
+    verdict_list = [_verdict(ix, addr, name, doc, run, base_run, base_doc) for addr in ix.checks_of(name)]
     metric = _headline(ix, verdict_list, run, doc)
 
     runs: list[RunPoint] = []
@@ -275,7 +235,7 @@ def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord
     got = PairedResult.of(doc)
     if got and got.pairs:
         return got.name("A"), None, None
-    for addr in ix.checks.get(name, ()):
+    for addr in ix.checks_of(name):
         base = ix.content(addr).get("baseline")
         if isinstance(base, dict) and "paired" in base:
             return str(base["paired"]), None, None
@@ -317,9 +277,11 @@ def _verdict(ix: Index, addr: str, name: str, doc, run, base_run, base_doc) -> C
 
 
 def _pair_values(expr, doc, run) -> tuple[PairValue, ...]:
-    """Pair by pair, as judge takes them: each arm's value and the ratio (or
-    the candidate's value), with the launch each block ran on."""
-    from specdsl.apply.judge import blocks_of
+    """Pair by pair, as the verdict reads them (judge.pair_points: a
+    ratio's arms each as the mean of its launch's runs): each arm's value
+    and the ratio (or the candidate's value), with the launch each block
+    ran on."""
+    from specdsl.apply.judge import blocks_of, pair_points
 
     got = PairedResult.of(doc)
     if not (got and got.pairs):
@@ -329,20 +291,17 @@ def _pair_values(expr, doc, run) -> tuple[PairValue, ...]:
         return ()
     _a, _b, pairs = blocks_of(doc, effective_of(run))
     out = []
-    for p, (a, b) in zip(got.pairs, pairs):
+    for p, (base, cand) in zip(got.pairs, pair_points(shape, pairs, {})):
         launch = p.launches()
-        cand = float(checks.evaluate(shape.candidate, b, None, {}, []))
-        if shape.kind == "ratio":
-            base = float(checks.evaluate(shape.baseline, None, a, {}, []))
-            out.append(PairValue(p.pair, launch.get("A"), launch.get("B"), base, cand, cand / base))
-        else:
-            out.append(PairValue(p.pair, launch.get("A"), launch.get("B"), None, cand, cand))
+        value = cand / base if shape.kind == "ratio" else cand
+        out.append(PairValue(p.pair, launch.get("A"), launch.get("B"), base, cand, value))
     return tuple(out)
 
 
 def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
-    """The values the interval was computed from, as judge computes them."""
-    from specdsl.apply.judge import blocks_of
+    """The values the interval was computed from, as judge computes them
+    (a paired one's pairs through judge.pair_points, as the verdict)."""
+    from specdsl.apply.judge import blocks_of, pair_points
 
     shape = shape_of(expr)
 
@@ -350,14 +309,15 @@ def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
         return float(checks.evaluate(term, mine, base, {}, []))
 
     if (got := PairedResult.of(doc)) and got.pairs:
+        if shape.kind not in ("ratio", "difference", "absolute"):
+            return ()
         _a, _b, pairs = blocks_of(doc, effective_of(run))
+        points = pair_points(shape, pairs, {})
         if shape.kind == "ratio":
-            return tuple(value(shape.candidate, b, None) / value(shape.baseline, None, a) for a, b in pairs)
+            return tuple(cand / base for base, cand in points)
         if shape.kind == "difference":
-            return tuple(value(shape.candidate, b, None) - value(shape.baseline, None, a) for a, b in pairs)
-        if shape.kind == "absolute":
-            return tuple(value(shape.candidate, b, None) for _a, b in pairs)
-        return ()
+            return tuple(cand - base for base, cand in points)
+        return tuple(cand for _base, cand in points)
     if doc is None or shape.kind not in ("ratio", "absolute", "difference"):
         return ()
     per_run = [checks.Results.from_bench({"runs": [r]}, {}) for r in doc.get("runs", ()) if not r.get("invalid")]
@@ -389,7 +349,7 @@ def failures_of(ix: Index, name: str) -> list[Failure]:
     """Each step of the experiment whose latest run did not complete, and
     the step each skipped one names as the cause."""
     latest: dict[str, RunRecord] = {}
-    for r in ix.by_experiment.get(name, ()):
+    for r in ix.runs_of_experiment(name):
         latest[r.step] = r
     out, seen = [], set()
 

@@ -225,7 +225,7 @@ class _Resolver:
             for a in raw.asserts:
                 # vLLM's own client reports request_goodput under its `--goodput` (the preset reads it)
                 has_slo = bool(workload and (getattr(workload, "slo", None) or workload.metrics_preset == "vllm-bench-serve"))
-                key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_, has_slo)
+                key = (id(a), user_metrics, matrix_keys, "baseline" in attrs_, has_slo, search.over if search else None)
                 if key in self.asserts_checked:
                     continue  # the same in every cell: check once
                 self.asserts_checked.add(key)
@@ -238,6 +238,7 @@ class _Resolver:
                     user_metrics=user_metrics,
                     diags=self.diags,
                     has_slo=has_slo or workload is None,
+                    search_over=search.over if search else None,
                 )
             if parts.get("server") is not None and parts["server"].existing and "stack" not in parts:
                 parts["stack"] = NO_STACK
@@ -298,7 +299,9 @@ class _Resolver:
                                                    "a search probes one experiment at each value of its own workload; "
                                                    "write the matrix, baseline or promotion in another experiment"))
                 return None
-        if not asserts:
+        from specdsl.model.search import reads_search
+
+        if not [a for a in asserts if not reads_search(a.expr)]:
             self.diags.append(Diagnostic.error("A search needs an assertion to meet", span,
                                                'the answer is the highest value at which every assertion passes: add '
                                                '`assert "slo" { goodput_ratio >= 0.99 }`'))

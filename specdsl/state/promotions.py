@@ -13,11 +13,10 @@ them or another candidate) promote nothing again.
 
 from __future__ import annotations
 
-from typing import Iterable
-
 import attrs
 
 from specdsl.state.model import Promotion, RunRecord, State
+from specdsl.state.queries import Queries
 from specdsl.verdict.record import Verdict
 
 
@@ -26,31 +25,10 @@ def verdict_of(run: RunRecord | None) -> Verdict | None:
     return run.verdict if run is not None else None
 
 
-class Index:
-    """What planning asks of a state's runs, indexed once: the latest
-    verdict run of each (check address, identity) and each run's position."""
-
-    def __init__(self, state: State | None) -> None:
-        self.state = state
-        self.position: dict[str, int] = {}
-        self.latest: dict[tuple[str, str], RunRecord] = {}
-        for i, run in enumerate(state.runs if state is not None else ()):
-            self.position[run.id] = i
-            if run.status == "completed" and run.verdict is not None:
-                self.latest[(run.step, run.identity)] = run
-
-    def verdict(self, addr: str, identity: str) -> RunRecord | None:
-        """The current verdict of the check at `addr` with `identity`."""
-        return self.latest.get((addr, identity))
-
-    def new_to(self, run_ids: Iterable[str], promotion: Promotion | None) -> bool:
-        """Whether any of `run_ids` was recorded after `promotion` (True when
-        there is none; False for one that did not record what it saw)."""
-        if promotion is None:
-            return True
-        if promotion.runs_seen is None:
-            return False
-        return any(self.position.get(r, -1) >= promotion.runs_seen for r in run_ids)
+# What planning and the promote step ask of a state's runs (the latest
+# verdict run of each check and identity, each run's position) are the
+# state's queries, indexed once: one home (specdsl.state.queries).
+Index = Queries
 
 
 def latest_verdict(state: State, addr: str, identity: str) -> RunRecord | None:

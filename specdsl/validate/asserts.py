@@ -3,7 +3,9 @@
 Names an assertion may read: a metric (`output_throughput`, `itl`, or a
 metric of the user's own script), `baseline.METRIC` (needs a `baseline`),
 `effective.NAME` (the server's effective configuration), `matrix.KEY`,
-`var.NAME`. Functions: p50 p90 p99 median mean min max stddev, one argument
+`var.NAME`, and in a search experiment `search.OVER` (its answer: the
+highest `concurrency` or `rate` that meets the SLO; such an assertion reads
+nothing measured). Functions: p50 p90 p99 median mean min max stddev, one argument
 each, applied to a metric. The whole expression must be a condition.
 
 An assertion must mean what it reads:
@@ -35,6 +37,7 @@ def check_assert(
     user_metrics: tuple[str, ...],
     diags: list[Diagnostic],
     has_slo: bool = True,
+    search_over: str | None = None,
 ) -> None:
     metrics = set(METRICS) | set(user_metrics)
     if not has_slo:
@@ -48,6 +51,12 @@ def check_assert(
             )
         )
     _check_meaning(item.expr, diags)
+    from specdsl.model.search import reads_search
+
+    if search_over is not None and reads_search(item.expr) and (mixed := _answer_mixed(item.expr)) is not None:
+        diags.append(Diagnostic.error(
+            f"An assertion over the search's answer reads `search.{search_over}`, numbers and `var.NAME`, not `{_text(mixed)}`",
+            mixed.span, f"it is decided once, on the answer; write the SLO each probe meets as an assertion of its own"))
     stack = [item.expr]
     while stack:
         e = stack.pop()
@@ -67,6 +76,8 @@ def check_assert(
             elif not isinstance(e.args[0], ast.Ref):
                 diags.append(Diagnostic.error(f"`{e.func}` applies to a metric", e.args[0].span, f"write `{e.func}(itl)` or `{e.func}(baseline.itl)`"))
             stack.extend(e.args)
+        elif isinstance(e, ast.Ref) and e.parts[0] == "search":
+            _check_search_ref(e, search_over, diags)
         elif isinstance(e, ast.Ref):
             _check_ref(e, has_baseline, matrix_keys, variables, metrics, diags)
         elif isinstance(e, (ast.ListExpr, ast.MapExpr, ast.Override)):
@@ -198,6 +209,32 @@ def _is_condition(e: ast.Expr) -> bool:
     if isinstance(e, ast.BinOp):
         return e.op in _CONDITIONS
     return isinstance(e, (ast.Not, ast.Bool))
+
+
+def _check_search_ref(e: ast.Ref, over: str | None, diags) -> None:
+    if over is None:
+        diags.append(Diagnostic.error(f"`{e.dotted}` is the answer of a search", e.span,
+                                      'only an experiment with `search = { over = "concurrency", ... }` has one'))
+    elif e.parts != ("search", over):
+        diags.append(Diagnostic.error(f"Unknown reference `{e.dotted}`", e.span,
+                                      f"this search's answer is `search.{over}`, the highest {over} that meets the SLO"))
+
+
+def _answer_mixed(expr: ast.Expr) -> ast.Expr | None:
+    """In an assertion over a search's answer, the first part that reads a
+    measurement (a metric, `baseline.`, `effective.`, `matrix.`, a function)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Call):
+            return e
+        if isinstance(e, ast.Ref) and e.parts[0] not in ("search", "var"):
+            return e
+        if isinstance(e, ast.BinOp):
+            stack.extend((e.right, e.left))
+        elif isinstance(e, (ast.Not, ast.Neg)):
+            stack.append(e.operand)
+    return None
 
 
 def _check_ref(e: ast.Ref, has_baseline, matrix_keys, variables, metrics, diags) -> None:

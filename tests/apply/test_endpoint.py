@@ -348,3 +348,45 @@ def test_what_an_sglang_server_reports(tmp_path):
         assert KEY not in written(tmp_path)  # /server_info reports the server's api_key: removed
     finally:
         double.stop()
+
+
+def test_the_key_reaches_the_client_and_its_worker_processes_as_an_argument(tmp_path, monkeypatch):
+    """The key goes to the load generator as an argument and to its worker
+    processes on their stdin: never through this process's environment,
+    where any process started meanwhile (a server launched by a parallel
+    step) would inherit it, nor a worker's environment or command line.
+    The double refuses a request without the key, so every completed
+    request is the key delivered; nothing written under the run's folder
+    (records, the workers' logs) holds it."""
+    from specdsl import bench
+    from specdsl.model.config import Workload
+    from specdsl.servers import adapter_for
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    double = Double(tmp_path)
+    seen: list[tuple[str, bool]] = []
+
+    def progress(msg: str) -> None:
+        seen.append(("environment", KEY in "\n".join(f"{k}={v}" for k, v in os.environ.items())))
+        if msg.startswith("client: ") and "pids " in msg:
+            for pid in msg.split("pids ", 1)[1].rstrip(")").split(", "):
+                for part in ("environ", "cmdline"):
+                    seen.append((f"worker {pid} {part}", KEY.encode() in Path(f"/proc/{pid}/{part}").read_bytes()))
+
+    try:
+        w = Workload(name="w", input_len=8, output_len=4, requests=4, concurrency=2, warmup=2, runs=1,
+                     client_processes=2, timeout=20.0)
+        out = tmp_path / "run"
+        result = bench.run_benchmark(w, f"http://127.0.0.1:{double.port}", "tiny", out,
+                                     quirks=adapter_for("vllm").quirks, progress=progress,
+                                     authorization=f"Bearer {KEY}")
+    finally:
+        double.stop()
+    assert result.runs[0].metrics["completed"] == 4, result.runs[0].metrics
+    workers = [name for name, _ in seen if name.startswith("worker")]
+    if sys.platform.startswith("linux"):
+        assert len(workers) == 4, seen  # two workers, each read: the check ran
+    assert not [name for name, leaked in seen if leaked], seen
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("client-process-") for p in files), files
+    assert not [p for p in files if KEY in p.read_text(errors="replace")]

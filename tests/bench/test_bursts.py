@@ -72,6 +72,72 @@ def test_cpu_time_decides_where_runnable_tasks_were_not_sampled():
     assert bursts.measure_of([host(1.0), {"other_cores": 1.0, "cores": 2}]) == "other_cores"
 
 
+# --- the client's lag ---------------------------------------------------------
+
+
+def streamed(lag_ms: float, duration: float = 1.2, other: float | None = 1.0) -> dict:
+    """The round record of a run of the built-in client: its worst timer lag over a run of `duration` s."""
+    run = RunResult(index=0, metrics={"duration": duration, "output_throughput": 55.0},
+                    client={"loop_lag_max_ms": lag_ms, "loop_lag_p99_ms": lag_ms / 2})
+    return bursts.round_record(host(other) if other is not None else None, [run])
+
+
+def test_a_late_timer_in_one_arm_of_a_round_of_streamed_runs_makes_it_unbalanced():
+    # the story's replay: 59 ms against 17 ms on 1.16 s runs, the host's averages alike
+    why = bursts.unbalanced({"A": streamed(59.0, 1.159, other=6.8), "B": streamed(17.0, 1.139, other=7.1)})
+    assert set(why) == {"A", "B"}
+    assert why["A"].startswith("a burst of other work: the client's event loop ran a timer 59.0 ms late during it, "
+                               "17.0 ms at most during arm B's run of its round (more than 1% of the round's 1.15 s runs "
+                               "apart: 11.5 ms); its round is measured again")
+    assert why["B"].startswith("its round was measured again: arm A's run beside it was hit by a burst of other work: "
+                               "the client's event loop ran a timer 59.0 ms late")
+
+
+def test_the_lag_limit_is_a_share_of_the_rounds_runs_not_a_fixed_time():
+    assert bursts.unbalanced({"A": streamed(30.0), "B": streamed(18.0)}) == {}  # 12 ms apart: 1% of 1.2 s is the limit
+    assert set(bursts.unbalanced({"A": streamed(30.0), "B": streamed(17.0)})) == {"A", "B"}
+    # on 3-minute runs a 100 ms stall is no burst; every arm's lag alike is none either
+    assert bursts.unbalanced({"A": streamed(100.0, 180.0), "B": streamed(2.0, 180.0)}) == {}
+    assert bursts.unbalanced({"A": streamed(45.0), "B": streamed(40.0), "B2": streamed(48.0)}) == {}
+    # the scale is the round's mean duration, the same whichever arm is faster
+    a, b = bursts.unbalanced({"A": streamed(19.5, 0.8), "B": streamed(8.5, 1.5)}), bursts.unbalanced(
+        {"A": streamed(8.5, 1.5), "B": streamed(19.5, 0.8)})
+    assert a == {} and b == {}  # 11 ms apart, within 11.5 ms (1% of the 1.15 s mean), whichever arm ran longer
+    assert set(bursts.unbalanced({"A": streamed(20.5, 0.8), "B": streamed(8.5, 1.5)})) == {"A", "B"}
+
+
+def test_the_hosts_load_is_read_first_and_runs_without_a_client_record_are_never_lag_unbalanced():
+    why = bursts.unbalanced({"A": streamed(60.0, other=0.2), "B": streamed(2.0, other=4.0)})
+    assert why["B"].startswith("a burst of other work: 4.00 other tasks")
+    command = bursts.round_record(host(1.0), [RunResult(index=0, metrics={"tps": 100.0})])
+    assert "client_lag_ms" not in command
+    assert bursts.unbalanced({"A": command, "B": streamed(80.0)}) == {}
+    # without host records (not Linux) the lag still decides, and no calm is waited for
+    assert set(bursts.unbalanced({"A": streamed(60.0, other=None), "B": streamed(2.0, other=None)})) == {"A", "B"}
+    assert bursts.quiet_of({"A": streamed(60.0, other=None), "B": streamed(2.0, other=None)}) is None
+    assert bursts.quiet_of({"A": host(3.0), "B": host(1.5)}) == 1.5
+
+
+def test_a_worker_clients_worst_lag_is_the_runs():
+    runs = [RunResult(index=0, metrics={"duration": 1.0}, client={"loop_lag_max_ms": 3.0, "workers": []}),
+            RunResult(index=1, metrics={"duration": 1.0}, client={"loop_lag_max_ms": 40.0})]
+    got = bursts.round_record({"wall_s": 2.1}, runs)
+    assert got["client_lag_ms"] == 40.0 and got["run_s"] == 2.0 and got["wall_s"] == 2.1
+
+
+def test_a_round_unbalanced_by_lag_without_host_records_is_measured_again_without_waiting():
+    lags = iter([60.0, 2.0, 3.0, 2.5])
+    waited = []
+
+    def measure(arm, j):
+        return streamed(next(lags), other=None)
+
+    dropped = []
+    n = apply_bursts.measure_rounds([("A", 0), ("B", 0)], measure, lambda a, why: dropped.append(a),
+                                    lambda a, w: None, wait=lambda quiet, stop: waited.append(quiet))
+    assert n == 2 and dropped == ["A", "B"] and waited == []
+
+
 # --- measuring rounds again -------------------------------------------------
 
 

@@ -210,3 +210,54 @@ def test_arrivals_carry_the_kernels_receive_stamp_on_linux(timed_server):
     assert proto.kernel_stamped
     last_written = max(json.loads(line[5:])["double_t"][1] for line in data.splitlines() if b"double_t" in line)
     assert last_written - SLEW_S <= proto.recv_t <= handed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SO_TIMESTAMPNS is Linux's")
+def test_a_chunk_read_late_keeps_the_kernels_arrival(timed_server, monkeypatch):
+    """The loop is held (time.sleep on it) from before the first token is
+    written until well after: the chunk waits in the socket, and its arrival
+    is still when the kernel received it, not when the loop got round to it.
+    aiohttp calls the protocol's data_received(b"") from resume_reading() on
+    every read of the body, after the bytes were handed over and before the
+    reading task sees them; a stamp taken there (the client before this test)
+    read the first token 0.2 s late, at the end of the stall."""
+
+    async def main() -> tuple[RequestTiming, float, list[float]]:
+        session = make_session(0)
+        loop = asyncio.get_running_loop()
+        stall: list[float] = []
+
+        def hold() -> None:  # 200 ms of a loop busy with other work, the first token (30 ms) inside it
+            time.sleep(0.2)
+            stall.append(time.perf_counter())
+
+        try:
+            body = b'{"model":"timed:30:2","prompt":[1,2,3],"max_tokens":2,"stream":true}'
+            record = RequestTiming(i=0)
+            loop.call_later(0.01, hold)
+            t0 = time.perf_counter()
+            await stream_request(session, timed_server + "/v1/completions", body, request_headers(), record,
+                                 timeout=10.0, t0=t0, keep_text=False)
+            return record, t0, stall
+        finally:
+            await session.close()
+
+    import specdsl.bench.client as client
+
+    written: list[float] = []
+    handle = client._handle_line
+
+    def observe(line, t, chunks, record, pieces, keep_text):
+        if line.startswith(b"data:") and b"double_t" in line and not written:
+            written.append(json.loads(line[5:])["double_t"][1])
+        return handle(line, t, chunks, record, pieces, keep_text)
+
+    monkeypatch.setattr(client, "_handle_line", observe)
+    record, t0, stall = asyncio.run(main())
+    assert record.ok, record.reason
+    first = t0 + record.start_s + record.chunks_s[0]
+    # the premise: the double wrote the first token while the loop was held
+    assert written and stall and written[0] < stall[0] - 0.05, (written, stall)
+    assert written[0] - SLEW_S <= first < written[0] + 0.01, (
+        f"first token read {(first - written[0]) * 1000:.1f} ms after the double wrote it"
+        f" (the loop was held until {(stall[0] - written[0]) * 1000:.1f} ms after)")

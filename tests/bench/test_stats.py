@@ -67,3 +67,31 @@ def test_no_tpot_metrics_when_every_request_had_one_token():
     metrics, _, _ = compute_metrics([_rec(0, [0.01], 1), _rec(1, [0.02], 1)], duration_s=1.0)
     assert "mean_tpot_ms" not in metrics and "p99_itl_ms" not in metrics
     assert metrics["median_ttft_ms"] == pytest.approx(15.0)
+
+
+def _wave(i, start, chunks, out=4):
+    return RequestTiming(i=i, ok=True, start_s=start, chunks_s=chunks, output_tokens=out, tokens_from="usage", prompt_tokens=10)
+
+
+def test_a_timed_run_reads_its_window_not_its_drain():
+    """Two streams in waves of 1 s (4 tokens, 0.25 s apart) over a 2 s
+    window: the windowed run whose last wave began just before the window
+    closed reads the same as the one whose window closed between waves,
+    where reading to the last end (the drain alone) reads it 33% lower, as
+    the H200's FLASHINFER runs did (5 waves and 2 stragglers: x0.88)."""
+    chunks = [0.25, 0.5, 0.75, 1.0]
+    between = [_wave(k, w * 1.0, chunks) for w in range(2) for k in range(2)]  # waves at 0, 1: all inside
+    straggling = between + [_wave(4, 1.99, chunks), _wave(5, 1.99, chunks)]  # a third wave begun at 1.99 s
+    even, _, _ = compute_metrics(between, duration_s=2.0, window_s=2.0)
+    late, _, _ = compute_metrics(straggling, duration_s=2.99, window_s=2.0)
+    assert even["output_throughput"] == pytest.approx(16 / 2.0)
+    assert late["output_throughput"] == pytest.approx(16 / 2.0)  # the third wave's chunks all came after 2 s
+    assert late["request_throughput"] == pytest.approx(4 / 2.0) and late["total_token_throughput"] == pytest.approx(56 / 2.0)
+    drained, _, _ = compute_metrics(straggling, duration_s=2.99)
+    assert drained["output_throughput"] == pytest.approx(24 / 2.99)  # what the drain reading gave
+    assert late["completed"] == 6 and late["median_e2el_ms"] == pytest.approx(1000.0)  # latencies of all that ended
+    # a request half inside counts by half: its tokens, itself, and as a good request
+    half = [_wave(0, 1.5, chunks, out=8)]
+    m, _, _ = compute_metrics(half, duration_s=2.5, slo=[("e2el", 2000.0)], window_s=2.0)
+    assert m["output_throughput"] == pytest.approx(4 / 2.0) and m["request_throughput"] == pytest.approx(0.25)
+    assert m["request_goodput"] == pytest.approx(0.25) and m["goodput_ratio"] == 1.0

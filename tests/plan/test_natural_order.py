@@ -7,6 +7,10 @@ from __future__ import annotations
 import json
 import random
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from specdsl import names
 from specdsl.cli.main import main
 from specdsl.graph.build import build_graph
 from specdsl.names import natural_key, natural_sorted
@@ -51,6 +55,26 @@ def test_the_order_is_total_where_numbers_are_equal():
     # the same value written two ways: still one fixed order, whatever came first
     assert natural_sorted(["x[c=1.0]", "x[c=1]"]) == natural_sorted(["x[c=1]", "x[c=1.0]"])
     assert natural_key("x[c=1]") != natural_key("x[c=1.0]")
+
+
+def _one_split(name: str) -> tuple:
+    """The key as one split of the whole name (what natural_key computes piece by piece)."""
+    parts = names._NUMBER.split(name)
+    parts[1::2] = map(names._number, parts[1::2])
+    return tuple(parts), name
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["x", "[", "]", ",", "=", "-", ".", "e", "+", "0", "1", "9", "07", "grid", "c"]),
+                max_size=24).map("".join))
+def test_key_in_pieces_is_the_key_of_the_whole(name):
+    # split at each `,` first: the seams never cut a number nor move an `=`
+    assert natural_key(name) == _one_split(name)
+
+
+def test_key_in_pieces_on_cells():
+    for name in ["g[a=1,b=-2,c=1e+20]", "benchmark.g[a=1.5,b=2]", ",", ",,1,", "a,=1", "x=,-1", "1,2.5,e-3"]:
+        assert natural_key(name) == _one_split(name)
 
 
 def _plan_json(tmp_path, capsys):

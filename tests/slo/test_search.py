@@ -14,6 +14,7 @@ from slo_spec import write_spec
 
 SEARCH = '''  search = { over = "concurrency", from = 1, to = 16 }
   assert "slo" { goodput_ratio >= 0.9 }
+  assert "capacity" { search.concurrency >= 4 }
 '''
 
 
@@ -24,7 +25,8 @@ def test_the_search_finds_the_known_knee_exactly(folder):
     assert plan.returncode == 0, plan.out
     # 16 values: 1 2 4 8 16 geometric, then bisection: plan states the worst case
     assert "search e: the highest concurrency from 1 to 16 (step 1, 16 values) at which slo pass" in plan.out, plan.out
-    assert "at most 8 probes" in plan.out and "run: specdsl search e f.spec" in plan.out
+    assert "at most 8 probes; then capacity on the answer (search.concurrency)" in plan.out
+    assert "run: specdsl search e f.spec" in plan.out
     targeted = folder.run("apply", "f.spec", "--target", "e", "--yes")
     assert targeted.returncode != 0 and "--target e: a search experiment, not applied by apply: run `specdsl search e f.spec`" in targeted.out, targeted.out
     proc = folder.run("search", "e", "f.spec", "--yes", timeout=300)
@@ -34,6 +36,7 @@ def test_the_search_finds_the_known_knee_exactly(folder):
     assert probed == ["e[concurrency=1]", "e[concurrency=2]", "e[concurrency=4]", "e[concurrency=8]",
                       "e[concurrency=6]", "e[concurrency=5]"], proc.stdout
     assert "Highest concurrency that meets the SLO: 5 (the first that does not: 6)." in proc.stdout
+    assert "  capacity  PASS  search.concurrency = 5" in proc.stdout, proc.stdout
     rows = {line.split()[0]: line for line in proc.stdout.splitlines() if line.strip()[:1].isdigit()}
     assert rows["5"].rstrip().endswith("pass  <- highest that meets"), proc.stdout
     assert rows["6"].rstrip().endswith("fail  <- first that does not"), proc.stdout
@@ -41,10 +44,19 @@ def test_the_search_finds_the_known_knee_exactly(folder):
     listed = folder.run("state", "list")
     for name in probed:
         assert f"benchmark.{name}" in listed.out, listed.out
-    # a second search reads what is recorded: nothing runs, the same answer
-    again = folder.run("search", "e", "f.spec", "--yes", timeout=300)
-    assert again.returncode == 0 and again.stdout.count("results recorded, reused") == 6, again.out
-    assert "Highest concurrency that meets the SLO: 5 (the first that does not: 6)." in again.stdout
+    # a second search reads what is recorded: nothing runs, the same answer, as JSON on stdout
+    again = folder.run("search", "e", "f.spec", "--yes", "--json", timeout=300)
+    assert again.returncode == 0 and again.stderr.count("results recorded, reused") == 6, again.out
+    doc = json.loads(again.stdout)
+    assert (doc["status"], doc["over"], doc["highest_meeting"], doc["first_not_meeting"]) == ("answered", "concurrency", 5, 6)
+    assert [(p["experiment"], p["meets"]) for p in doc["probes"]] == list(zip(probed, [True, True, True, False, False, True]))
+    assert "goodput_ratio" in doc["probes"][0]["metrics"]
+    assert doc["asserts"] == [{"name": "capacity", "status": "pass", "detail": "search.concurrency = 5"}]
+    # a higher floor on the answer: the probes are the same (the SLO did not change), the answer FAILs it
+    folder.spec.write_text(folder.spec.read_text().replace("search.concurrency >= 4", "search.concurrency >= 8"))
+    floor = folder.run("search", "e", "f.spec", "--yes", timeout=300)
+    assert floor.returncode == 3 and floor.stdout.count("results recorded, reused") == 6, floor.out
+    assert "  capacity  FAIL  search.concurrency = 5" in floor.stdout, floor.stdout
 
 
 def test_a_search_is_checked_where_it_is_written(folder):

@@ -13,8 +13,6 @@ workload says `prefix_cache = "reset"`: unset means "warm" here
 from __future__ import annotations
 
 import json
-import os
-import threading
 
 import attrs
 
@@ -28,9 +26,7 @@ from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled
 from specdsl.model.endpoint import identity_changes, recorded_identity, shown
 from specdsl.paired_result import PairedResult
-from specdsl.servers.endpoint import EndpointError, base_url, probe
-
-_KEY_LOCK = threading.Lock()  # the client reads its Authorization header from the environment (bench.client.request_headers)
+from specdsl.servers.endpoint import EndpointError, authorization, base_url, probe
 
 
 def run(ctx: StepContext) -> Outcome:
@@ -58,10 +54,10 @@ def run(ctx: StepContext) -> Outcome:
     adapter = _adapter(engine)
     tokenizer = tokenizer_for(workload, server.model, walk.spec_dir)
     try:
-        with _api_key(server):
-            result = bench.run_benchmark(workload, base_url(server), server.model, folder, quirks=adapter.quirks,
-                                         tokenizer=tokenizer, progress=ctx.progress, stop=ctx.stop,
-                                         server=adapter.server_side(), first_run=len(prior))
+        result = bench.run_benchmark(workload, base_url(server), server.model, folder, quirks=adapter.quirks,
+                                     tokenizer=tokenizer, progress=ctx.progress, stop=ctx.stop,
+                                     server=adapter.server_side(), first_run=len(prior),
+                                     authorization=authorization(server))
     except bench.BenchError as exc:
         raise StepFailed(f"existing server at {url}: {secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
     except Cancelled:
@@ -102,37 +98,6 @@ def _secrets(server) -> list[str]:
     return [s for s in (server.api_key, auth[1] if auth else None) if s]
 
 
-class _api_key:
-    """The client's `Authorization` header (bench.client.AUTHORIZATION_ENV)
-    set for `server` while the client runs (its worker processes inherit
-    it), then put back; one endpoint run at a time sets it. Its URL's
-    credentials go there too: no URL the client records holds them."""
-
-    def __init__(self, server) -> None:
-        from specdsl.servers.endpoint import authorization
-
-        self.value = authorization(server)
-
-    def __enter__(self):
-        from specdsl.bench.client import AUTHORIZATION_ENV
-
-        if self.value:
-            _KEY_LOCK.acquire()
-            self.before = os.environ.get(AUTHORIZATION_ENV)
-            os.environ[AUTHORIZATION_ENV] = self.value
-        return self
-
-    def __exit__(self, *exc):
-        from specdsl.bench.client import AUTHORIZATION_ENV
-
-        if self.value:
-            if self.before is None:
-                os.environ.pop(AUTHORIZATION_ENV, None)
-            else:
-                os.environ[AUTHORIZATION_ENV] = self.before
-            _KEY_LOCK.release()
-
-
 def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     """A candidate and its baseline that are both servers already running:
     no launch to repeat, so the run is the unit. Both are asked what they
@@ -169,6 +134,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     folder = ctx.new_run()
     warned: list[str] = []
     adapters = {}
+    rates: dict[str, float] = {}  # arm -> the most requests a second it has reached (a duration run's fresh prompts)
     for letter, server in arms.items():
         engine = server.engine or reports[letter].identity.get("engine") or ""
         adapters[letter] = _adapter(engine)
@@ -187,19 +153,21 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
         tokenizer = tokenizer_for(wl, server.model, walk.spec_dir)
         say = lambda m: ctx.progress(f"pair {i + 1} arm {letter} ({names[letter]}): {m}")  # noqa: E731
         try:
-            with _api_key(server):
-                result = bench.run_benchmark(wl, base_url(server), server.model, folder / sub,
-                                             quirks=adapters[letter].quirks, tokenizer=tokenizer, progress=say,
-                                             stop=ctx.stop, server=adapters[letter].server_side(), first_run=i)
+            result = bench.run_benchmark(wl, base_url(server), server.model, folder / sub,
+                                         quirks=adapters[letter].quirks, tokenizer=tokenizer, progress=say,
+                                         stop=ctx.stop, server=adapters[letter].server_side(), first_run=i,
+                                         authorization=authorization(server), rate_hint=rates.get(letter, 0.0))
         except bench.BenchError as exc:
             raise StepFailed(f"pair {i + 1} arm {letter}, existing server at {shown(server.url)}: "
                              f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
         warned.extend(f"{ctx.addr} pair {i + 1} arm {letter} ({names[letter]}): {w}" for w in result.warnings())
+        rates[letter] = max([rates.get(letter, 0.0)] + [r.metrics.get("completed", 0.0) / r.metrics["duration"]
+                                                        for r in result.runs if r.metrics.get("duration")])
         return list(result.runs)
 
     try:
         if workload.warmup > 0:  # once per server: there is no launch to warm up after
-            _warm_up(ctx, arms, names, adapters, attrs.evolve(w_run, warmup=workload.warmup), folder)
+            rates.update(_warm_up(ctx, arms, names, adapters, attrs.evolve(w_run, warmup=workload.warmup), folder))
         i = len(pairs)
         while i < first or (i < budget and decide_more(doc())):
             blocks = []
@@ -254,21 +222,24 @@ def _continued(ctx: StepContext, reports: dict) -> tuple[dict, PairedResult]:
     return prior, got
 
 
-def _warm_up(ctx: StepContext, arms: dict, names: dict, adapters: dict, w_warm, folder) -> None:
-    """Each arm's server warmed up once, baseline first (`w_warm`'s warm-up requests)."""
+def _warm_up(ctx: StepContext, arms: dict, names: dict, adapters: dict, w_warm, folder) -> dict[str, float]:
+    """Each arm's server warmed up once, baseline first (`w_warm`'s warm-up
+    requests): arm -> the most requests a second it reached."""
     from specdsl.graph.pairs import BASELINE, CANDIDATE
 
+    rates = {}
     for letter in (BASELINE, CANDIDATE):
         server = arms[letter]
         ctx.progress(f"arm {letter} ({names[letter]}): warming up, {w_warm.warmup} requests")
         try:
-            with _api_key(server):
-                bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
-                              quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, ctx.walk.spec_dir),
-                              stop=ctx.stop)
+            got = bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
+                                quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, ctx.walk.spec_dir),
+                                stop=ctx.stop, authorization=authorization(server))
+            rates[letter] = float(got.get("peak_rate") or 0.0)
         except bench.BenchError as exc:
             raise StepFailed(f"arm {letter}, existing server at {shown(server.url)}: warm-up: "
                              f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
+    return rates
 
 
 def _record_pairs(ctx: StepContext, doc: dict, reports: dict) -> dict:

@@ -223,6 +223,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
     warnings: list[str] = []
     warned: set = set()
     probes: dict[str, object] = {}  # label -> the compile lines its server's log gains (servers.jit)
+    rates: dict[int, float] = {}  # launch -> the most requests a second it has reached (a duration run's fresh prompts)
     # a run of one arm: no warm-up of its own (a tolerance alone would make each run's warm-up steady)
     w_run = localize_command(attrs.evolve(workload, runs=1, warmup=0, warmup_time=None, warmup_tolerance=None,
                                           dataset=local_dataset(workload.dataset, walk.spec_dir)),
@@ -337,6 +338,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             raise StepFailed(f"pair {i + 1} arm {shown(label)} ({arm.name}): {exc} (server log: {handle.log_path})",
                              str(folder)) from None
         launched[n]["warmup"] = got
+        rates[n] = max(rates.get(n, 0.0), float(got.get("peak_rate") or 0.0))
 
     def warm_steady(i: int, label: str, block_comps) -> None:
         """Warm `label`'s launch up; a launch that does not settle is
@@ -391,7 +393,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
                                              tokenizer=tokenizer, progress=say, stop=watch.stop,
                                              server=adapter.server_side(), first_run=i * block + j,
                                              watches=run_conditions.watches(walk, host, decl, ctx.addr, sub, gpu_of.get(label)),
-                                             jit=probes.get(label))
+                                             jit=probes.get(label), rate_hint=rates.get(n, 0.0))
         except (bench.BenchError, Cancelled) as exc:
             validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
             if isinstance(exc, Cancelled):
@@ -401,6 +403,8 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
             watch.close()
         validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
         seen = load.stop()
+        rates[n] = max([rates.get(n, 0.0)] + [r.metrics.get("completed", 0.0) / r.metrics["duration"]
+                                              for r in result.runs if r.metrics.get("duration")])
         result = attrs.evolve(result, runs=tuple(attrs.evolve(r, host=seen) for r in result.runs))
         launched[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
@@ -408,7 +412,7 @@ def run_paired(ctx: StepContext, decide_more, looks: dict, extra: int = 0, follo
         made[0] += len(result.runs)
         for c in readers_of(label, block_comps):
             c.done.add_runs(i, letter, result.runs, c.local[n])
-        return seen
+        return bursts.round_record(seen, result.runs)  # what the round's rule reads (apply.bursts)
 
     def drop(i: int, label: str, why: str, block_comps) -> None:
         """Arm `label`'s latest run of pair `i` is invalid (a burst): it no longer takes a place in the progress."""
