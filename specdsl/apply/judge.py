@@ -118,18 +118,18 @@ def launch_mean(block: Results) -> Results:
 
 def pair_points(shape, pairs, env: dict) -> list[tuple[float | None, float]]:
     """Pair by pair, (the baseline arm's value, the candidate arm's value)
-    of a paired assertion as its verdict reads them: a ratio reads each
-    arm's launch as the mean of its runs (`launch_mean`); a difference and
-    an absolute bound read each block's term (the baseline's None for an
-    absolute bound). The one reading of a pair: `decide` and the report
-    (specdsl.report.gather) both take it from here."""
+    of a paired assertion as its verdict reads them: each arm's launch as
+    the mean of its runs (`launch_mean`), for a ratio, a difference and an
+    absolute bound alike (the baseline's None for an absolute bound). The
+    one reading of a pair: `decide` and the report (specdsl.report.gather)
+    both take it from here."""
     if shape.kind == "ratio":
         return [(_value(shape.baseline, None, launch_mean(a), env), _value(shape.candidate, launch_mean(b), None, env))
                 for a, b in pairs]
     out: list[tuple[float | None, float]] = []
     for a, b in pairs:
-        cand = _value(shape.candidate, b, None, env)  # the candidate's first: its error is the one said
-        out.append((_value(shape.baseline, None, a, env) if shape.kind == "difference" else None, cand))
+        cand = _value(shape.candidate, launch_mean(b), None, env)  # the candidate's first: its error is the one said
+        out.append((_value(shape.baseline, None, launch_mean(a), env) if shape.kind == "difference" else None, cand))
     return out
 
 

@@ -52,3 +52,18 @@ def test_one_run_blocks_and_samples_are_as_they_were():
     pooled = checks.Results(({"x": 1.0, "y": 4.0}, {"x": 3.0}), {"ttft": (1.0, 2.0, 3.0)}, {"k": "v"})
     got = launch_mean(pooled)
     assert got.runs == ({"x": 2.0, "y": 4.0},) and got.samples == pooled.samples and got.effective == pooled.effective
+
+
+def test_a_difference_and_an_absolute_bound_read_the_mean_too():
+    """The one rule for every paired assertion: a difference and an
+    absolute bound read each launch as the mean of its runs, as a ratio
+    does (a trending launch's median is its middle run)."""
+    pairs = tuple((_block(a), _block(b)) for a, b in PAIRS)
+    diff = decide("more", _expr("output_throughput >= baseline.output_throughput + 1"),
+                  Measured(None, None, pairs), {}, alpha=0.05)
+    by_mean = statistics.fmean(statistics.fmean(b) - statistics.fmean(a) for a, b in PAIRS)
+    by_median = statistics.fmean(statistics.median(b) - statistics.median(a) for a, b in PAIRS)
+    assert abs(by_mean - by_median) > 0.05  # the data tell the two rules apart
+    assert math.isclose(diff.decision.estimate, by_mean, rel_tol=1e-9), diff.detail
+    floor = decide("floor", _expr("output_throughput >= 50"), Measured(None, None, pairs), {}, alpha=0.05)
+    assert math.isclose(floor.decision.estimate, statistics.fmean(statistics.fmean(b) for _, b in PAIRS), rel_tol=1e-9)
