@@ -18,10 +18,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 100
 
-# (module path, qualified name) -> the issue that splits it
-ALLOWED: dict[tuple[str, str], str] = {
-    ("specdsl/apply/steps/paired.py", "run_paired"): "issue 36",
-}
+# (module path, qualified name) -> the issue that splits it. None is left
+# (issue 36): a new function over the limit fails this test.
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def long_functions(root: Path = ROOT, limit: int = LIMIT) -> dict[tuple[str, str], int]:
