@@ -23,6 +23,7 @@ import threading
 import attrs
 
 from specdsl.graph.pairs import LAUNCHES_PER_PAIR
+from specdsl.paired_result import PairedResult
 from specdsl.plan.budget import Limit, duration_text, reached
 
 WALL_S = "wall_s"  # a pair's wall time in result.json: its launches, warm-ups and runs
@@ -150,13 +151,14 @@ def annotate(verdict, doc: dict | None):
     measured cost)."""
     from specdsl.verdict.decision import Status
 
-    spent = (doc or {}).get("budget") or {}
+    paired = PairedResult.of(doc)
+    spent = (paired.budget if paired is not None else (doc or {}).get("budget")) or {}
     if not spent.get("reached") or not verdict.gating:
         return verdict
-    if not (doc or {}).get("pairs"):  # stopped before its first pair: nothing was measured, nothing decided
+    if paired is None or not paired.pairs:  # stopped before its first pair: nothing was measured, nothing decided
         return attrs.evolve(verdict, status=Status.INCONCLUSIVE, decision=None,
                             detail=f"not measured: budget reached before its first pair: {spent['reached']}" + _whose(spent))
-    if len(doc["pairs"]) < 2 and verdict.status is Status.ERROR:  # one pair: no interval, and the budget allows no more
+    if len(paired.pairs) < 2 and verdict.status is Status.ERROR:  # one pair: no interval, and the budget allows no more
         return attrs.evolve(verdict, status=Status.INCONCLUSIVE,
                             detail=f"{verdict.detail}; budget reached: {spent['reached']}" + _whose(spent)
                                    + "; an interval needs at least 2 pairs: raise the budget")

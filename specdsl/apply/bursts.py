@@ -29,6 +29,7 @@ import attrs
 
 from specdsl.bench import bursts
 from specdsl.bench.hostload import LoadMeter
+from specdsl.paired_result import PairedResult
 
 CALM_WAIT_S = 2.0
 _CALM_STEP_S = 0.25
@@ -123,9 +124,11 @@ def with_warning(pairing, i: int, letter: str, warning: str) -> None:
 def remeasured(doc: dict) -> list[tuple[int, str, int, str]]:
     """(pair, arm, run index, why) of each run of a paired result that a
     burst invalidated and that was measured again."""
-    why = {int(r.get("index", -1)): str(r.get("invalid", "")) for r in doc.get("runs", ())}
-    return [(int(p.get("pair", -1)), str(b.get("arm")), k, why.get(k, ""))
-            for p in doc.get("pairs", ()) for b in p.get("blocks", ()) for k in b.get("remeasured", ())]
+    got = PairedResult.of(doc)
+    if got is None:
+        return []
+    why = {int(r.get("index", -1)): str(r.get("invalid", "")) for r in got.runs}
+    return [(p.pair, b.arm, k, why.get(k, "")) for p, b in got.blocks() for k in b.remeasured or ()]
 
 
 def note_remeasured(ctx, doc: dict) -> None:

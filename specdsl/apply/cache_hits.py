@@ -12,6 +12,7 @@ reports no hits (no counters) cannot be compared: nothing is said.
 from __future__ import annotations
 
 from specdsl.bench.validity import valid_document
+from specdsl.paired_result import PairedResult
 
 TOLERANCE = 0.02
 METRIC = "prefix_cache_hit_rate"
@@ -20,15 +21,16 @@ METRIC = "prefix_cache_hit_rate"
 def arm_rates(doc: dict | None) -> dict[str, tuple[float, int]]:
     """Arm ("A", "B") -> (mean hit rate, runs it is read from), for the arms
     whose valid runs report one."""
-    doc = valid_document(doc) or {}
-    runs = {r["index"]: r for r in doc.get("runs", ())}
+    paired = PairedResult.of(valid_document(doc))
+    if paired is None:
+        return {}
+    runs = {r["index"]: r for r in paired.runs}
     values: dict[str, list[float]] = {}
-    for pair in doc.get("pairs", ()):
-        for block in pair.get("blocks", ()):
-            for i in block.get("runs", ()):
-                rate = runs.get(i, {}).get("metrics", {}).get(METRIC)
-                if rate is not None:
-                    values.setdefault(block["arm"], []).append(float(rate))
+    for _pair, block in paired.blocks():
+        for i in block.runs:
+            rate = runs.get(i, {}).get("metrics", {}).get(METRIC)
+            if rate is not None:
+                values.setdefault(block.arm, []).append(float(rate))
     return {arm: (sum(v) / len(v), len(v)) for arm, v in values.items() if v}
 
 

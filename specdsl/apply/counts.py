@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from specdsl.apply import checks
 from specdsl.model.counts import OPS, count_shape, is_count  # noqa: F401  (is_count: for judge)
+from specdsl.paired_result import PairedResult
 from specdsl.verdict.decision import Status
 from specdsl.verdict.record import Verdict
 
@@ -45,12 +46,13 @@ def every_run(doc: dict | None) -> tuple[tuple[str, dict], ...]:
         return f"{base} (invalid: {run['invalid']})" if run.get("invalid") else base
 
     out = []
-    if doc.get("pairs"):
-        for i, p in enumerate(doc["pairs"]):
-            for block in p.get("blocks", ()):
-                if block.get("arm") != "B":
+    paired = PairedResult.of(doc)
+    if paired is not None and paired.pairs:
+        for i, p in enumerate(paired.pairs):
+            for block in p.blocks:
+                if block.arm != "B":
                     continue
-                for index in block.get("runs", ()):
+                for index in block.runs:
                     if index in runs:
                         out.append((label(f"pair {i + 1} arm B", runs[index]), _metrics(runs[index])))
         return tuple(out)

@@ -39,6 +39,7 @@ import attrs
 from specdsl.apply import checks, counts
 from specdsl.apply.checks import Results
 from specdsl.model.assert_shape import shape_of
+from specdsl.paired_result import PairedResult
 from specdsl.plan.looks import ALPHA, schedule_for
 from specdsl.stats import significant
 from specdsl.verdict.decision import Status
@@ -85,19 +86,19 @@ def blocks_of(doc: dict, effective: dict) -> tuple[Results, Results, tuple[tuple
     result; a pair with an invalid run is left out (specdsl.bench.validity)."""
     from specdsl.bench.validity import valid_document
 
-    doc = valid_document(doc)
-    runs = {r["index"]: r for r in doc.get("runs", ())}
+    paired = PairedResult.of(valid_document(doc))
+    runs = {r["index"]: r for r in paired.runs}
 
     def results(indexes) -> Results:
         return Results.from_bench({"runs": [runs[i] for i in indexes if i in runs]}, effective)
 
     pairs, a_all, b_all = [], [], []
-    for p in doc.get("pairs", ()):
-        by_arm = {b["arm"]: b["runs"] for b in p["blocks"]}
+    for p in paired.pairs:
+        by_arm = {b.arm: list(b.runs) for b in p.blocks}
         pairs.append((results(by_arm.get("A", ())), results(by_arm.get("B", ()))))
         a_all += by_arm.get("A", [])
         b_all += by_arm.get("B", [])
-    eff_a = dict(doc.get("effective", {}).get("A", {}))
+    eff_a = dict(paired.effective_of("A"))
     return (attrs.evolve(results(a_all), effective=eff_a), results(b_all), tuple(pairs))
 
 

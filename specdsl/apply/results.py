@@ -9,6 +9,7 @@ from pathlib import Path
 
 from specdsl.apply.checks import Results
 from specdsl.bench.validity import valid_document
+from specdsl.paired_result import PairedResult
 from specdsl.state import State
 
 RESULT_FILE = "result.json"
@@ -45,7 +46,8 @@ def results_of_run(run, state_dir: Path) -> Results | None:
     effective = effective_of(run)
     doc = valid_document(document_of(run, state_dir))  # an invalid run is never read
     if doc is not None:
-        if doc.get("pairs"):  # a paired result: the candidate's runs are this experiment's results
+        paired = PairedResult.of(doc)
+        if paired is not None and paired.pairs:  # a paired result: the candidate's runs are this experiment's results
             from specdsl.apply.judge import blocks_of
 
             return blocks_of(doc, effective)[1]

@@ -26,6 +26,7 @@ import attrs
 from specdsl import bench
 from specdsl.apply.context import StepContext, StepFailed
 from specdsl.bench.validity import describe_invalid, excluded_pairs, invalid_runs
+from specdsl.paired_result import PairedResult
 from specdsl.state import new_run_id
 from specdsl.verdict.decision import Status
 from specdsl.verdict.record import Verdict
@@ -84,9 +85,10 @@ def note_left_out(ctx: StepContext, doc: dict) -> None:
     if not left:
         return
     bad = {i for i, _ in invalid_runs(doc)}
+    paired = PairedResult.of(doc)
     with ctx.walk.mutex:  # those of their blocks (a run a burst hit and measured again is counted apart: apply.bursts)
-        ctx.walk.result.invalid_runs += len({i for p in doc.get("pairs", ()) for b in p.get("blocks", ()) for i in b.get("runs", ())} & bad)
-    ctx.walk.result.warn(f"{ctx.addr}: {len(left)} of {len(doc.get('pairs', ()))} pairs left out of every verdict, both arms' "
+        ctx.walk.result.invalid_runs += len(paired.run_indexes() & bad)
+    ctx.walk.result.warn(f"{ctx.addr}: {len(left)} of {len(paired.pairs)} pairs left out of every verdict, both arms' "
                          "blocks (an invalid run): " + "; ".join(f"pair {i + 1} ({why})" for i, why in left))
 
 
@@ -131,10 +133,11 @@ def not_read(doc: dict | None) -> tuple[str, int]:
     the pairs with one ('' when nothing is left out)."""
     if doc is None:
         return "", 0
-    if doc.get("pairs"):
+    paired = PairedResult.of(doc)
+    if paired is not None and paired.pairs:
         out = excluded_pairs(doc)
         note = "; ".join(f"pair {i + 1} ({why})" for i, why in out)
-        return (f"pairs left out, both arms' blocks: {note}" if note else ""), len(doc["pairs"]) - len(out)
+        return (f"pairs left out, both arms' blocks: {note}" if note else ""), len(paired.pairs) - len(out)
     bad = invalid_runs(doc)
     return (f"invalid runs not read: {describe_invalid(bad)}" if bad else ""), len(doc.get("runs", ())) - len(bad)
 

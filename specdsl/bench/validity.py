@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from specdsl.paired_result import PairedResult
+
 
 def allowed_failures(workload: Any, requests: int) -> int:
     """How many failed requests of a run of `requests` a workload allows:
@@ -90,8 +92,9 @@ def valid_document(doc: dict | None) -> dict | None:
         return doc
     out = dict(doc)
     out["runs"] = [r for r in doc.get("runs", ()) if int(r.get("index", -1)) not in bad]
-    if "pairs" in doc:
-        out["pairs"] = [p for p in doc["pairs"] if not any(i in bad for b in p.get("blocks", ()) for i in b.get("runs", ()))]
+    got = PairedResult.of(doc)
+    if got is not None:
+        out["pairs"] = [p.to_json() for p in got.pairs if not any(i in bad for b in p.blocks for i in b.runs)]
     return out
 
 
@@ -100,8 +103,9 @@ def excluded_pairs(doc: dict | None) -> list[tuple[int, str]]:
     verdicts because a run of one of their blocks is invalid."""
     why = dict(invalid_runs(doc))
     out = []
-    for p in (doc or {}).get("pairs", ()):
-        reasons = [f"arm {b.get('arm')} run {i}: {why[i]}" for b in p.get("blocks", ()) for i in b.get("runs", ()) if i in why]
+    got = PairedResult.of(doc)
+    for p in got.pairs if got else ():
+        reasons = [f"arm {b.arm} run {i}: {why[i]}" for b in p.blocks for i in b.runs if i in why]
         if reasons:
-            out.append((int(p.get("pair", -1)), "; ".join(reasons)))
+            out.append((p.pair, "; ".join(reasons)))
     return out

@@ -32,6 +32,7 @@ import math
 from pathlib import Path
 
 from specdsl.apply.results import document_of
+from specdsl.paired_result import PairedResult
 from specdsl.plan.render import render_json
 from specdsl.state import load_state
 
@@ -80,7 +81,7 @@ def render_apply_json(result, plan, state_dir: Path) -> str:
             "addr": o.addr, "run": run.id,
             "runs": [{"index": r.get("index"), "metrics": r.get("metrics", {}), "valid": not r.get("invalid"),
                       **({"invalid": r["invalid"]} if r.get("invalid") else {})} for r in doc.get("runs", ())],
-            "pairs": doc.get("pairs", []),
+            "pairs": [p.to_json() for p in got.pairs] if (got := PairedResult.of(doc)) else doc.get("pairs", []),
         })
     out = {
         "format_version": FORMAT_VERSION,

@@ -24,6 +24,7 @@ from specdsl.apply.results import document_of, effective_of
 from specdsl.diagnose import gpus as gpu_facts
 from specdsl.facts.engines import engine as engine_facts
 from specdsl.facts.engines import engine_of_argv
+from specdsl.paired_result import PairedResult
 from specdsl.servers import adapter_for
 from specdsl.servers.args import asked_config
 from specdsl.servers.logscan import scan_log_sourced
@@ -82,16 +83,17 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
     state_dir = Path(state_dir)
     notes: list[str] = []
     doc = document_of(run, state_dir)
-    paired = bool(doc and doc.get("pairs") and doc.get("arms"))
+    got = PairedResult.of(doc)
+    paired = bool(got and got.pairs and got.arms)
     numbered: list = []
     if paired:
         letter = "A" if side == "baseline" else "B"
-        effective = dict((doc.get("effective") or {}).get(letter) or {})
-        numbered = [(i, x) for i, x in enumerate(doc.get("launches", ())) if x.get("arm") == letter]
-        argv = tuple(numbered[-1][1]["argv"]) if numbered else ()
-        logs = [(i, state_dir / x["log"]) for i, x in numbered if x.get("log")]
-        name = doc["arms"].get(letter, run.experiment)
-        metrics, count = _arm_metrics(doc, letter)
+        effective = dict(got.effective_of(letter))
+        numbered = got.launches_of(letter)
+        argv = tuple(numbered[-1][1].argv) if numbered else ()
+        logs = [(i, state_dir / x.log) for i, x in numbered if x.log]
+        name = got.name(letter, run.experiment)
+        metrics, count = _arm_metrics(got, letter)
         measured = f"{stats.ARM_MEDIAN} (arm {letter}: {count} runs of paired benchmark run {run.id})"
         launch = None
     else:
@@ -152,7 +154,7 @@ def arm_of_run(state, state_dir: Path, run, *, side: str, experiment=None, label
     sources = {k: v for k, v in sources.items() if text(log_facts.get(k)) == text(effective.get(k))}
     # what differs between two launches of this one configuration is noise
     # (ports, seeds): in their logs, and in the configurations they reported
-    volatile = _varying(per_launch) | _varying([flatten(x["effective"]) for _, x in numbered if x.get("effective")]
+    volatile = _varying(per_launch) | _varying([flatten(x.effective) for _, x in numbered if x.effective]
                                                if paired else [])
     if not logs and argv:
         notes.append(f"{name}: no server log found; its warnings are not compared")
@@ -226,13 +228,13 @@ class _Packages:
         self.packages = packages
 
 
-def _arm_metrics(doc: dict, letter: str) -> tuple[dict[str, float], int]:
+def _arm_metrics(got: PairedResult, letter: str) -> tuple[dict[str, float], int]:
     """The median of each metric over arm `letter`'s runs, and how many runs."""
     from statistics import median
 
-    runs = {i for p in doc.get("pairs", ()) for b in p["blocks"] if b["arm"] == letter for i in b["runs"]}
+    runs = got.run_indexes(letter)
     values: dict[str, list[float]] = {}
-    for r in doc.get("runs", ()):
+    for r in got.runs:
         if r.get("index") in runs:
             for k, v in (r.get("metrics") or {}).items():
                 if isinstance(v, (int, float)) and not isinstance(v, bool):

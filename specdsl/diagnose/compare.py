@@ -62,11 +62,31 @@ def compare(state, baseline_run, candidate_run, *, state_dir: Path, baseline=Non
 def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
     """The ranked differences of two arms."""
     adapter = adapter_for(cand.engine or base.engine)
-    impact = dict(adapter.impact)
-    packages_impact = dict(adapter.impact_packages)
-    dest = _dests(cand.engine or base.engine)
-    out: list[Difference] = []
+    out = _effective_differences(base, cand, adapter)
+    out += _server_arg_differences(base, cand, adapter, {d.key for d in out if d.silent_default})
+    stack, resolved = _stack_differences(base, cand, adapter)
+    out += stack
+    where, notes = _where_differences(base, cand)
+    out += where
+    out += _log_differences(base, cand, out, resolved)
+    order = {c: i for i, c in enumerate(CATEGORIES)}
+    ranked = sorted(out, key=lambda d: (d.tier, order[d.category], d.key))
+    shown = [_with_rank(d, i) for i, d in enumerate(x for x in ranked if not x.hidden)]
+    hidden = [x for x in ranked if x.hidden]
+    names = sorted(set(base.metrics) & set(cand.metrics))
+    metrics = tuple((n, base.metrics.get(n), cand.metrics.get(n)) for n in names)
+    return Diagnosis(base.label, cand.label, shown, notes=base.notes + cand.notes + tuple(notes), runs=(base.run_id, cand.run_id),
+                     metrics=metrics, hidden=hidden, metrics_are=_metrics_are(base, cand))
 
+
+
+
+def _effective_differences(base: Arm, cand: Arm, adapter) -> list[Difference]:
+    """What the servers chose themselves that differs: each effective
+    setting neither side declared (the declared ones are server_args
+    differences), and the flags a release added at their defaults as one line."""
+    impact = dict(adapter.impact)
+    out: list[Difference] = []
     declared_both = base.declared & cand.declared
     volatile = frozenset(adapter.volatile) | base.volatile | cand.volatile
     engine = cand.engine or base.engine
@@ -107,7 +127,16 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
             f"{'their defaults' if n > 1 else 'its default'}", None, f"{n} flags", silent_default=True, tier=T_DEFAULT,
             why=f"not in {releases[0]}'s flag table; each value is {releases[1]}'s default (specdsl/facts)",
             members=new_defaults))
-    defaulted = {d.key for d in out if d.silent_default}
+    return out
+
+
+def _server_arg_differences(base: Arm, cand: Arm, adapter, defaulted: set[str]) -> list[Difference]:
+    """The server flags as given that differ (`defaulted`: the effective
+    settings a side's server chose itself)."""
+    impact = dict(adapter.impact)
+    dest = _dests(cand.engine or base.engine)
+    volatile = frozenset(adapter.volatile) | base.volatile | cand.volatile
+    out: list[Difference] = []
     for key in sorted(set(base.args) | set(cand.args)):
         b, c = base.args.get(key), cand.args.get(key)
         if b == c:
@@ -119,6 +148,15 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
         out.append(Difference("server_args", key, b, c, why=why, tier=tier, bisectable=key != "model",
                               hidden=NOISE if d in volatile else ""))
 
+    return out
+
+
+def _stack_differences(base: Arm, cand: Arm, adapter) -> tuple[list[Difference], dict[str, Difference]]:
+    """(the declared stack settings and resolved versions that differ, the
+    resolved ones by package): a declaration the resolved version says is
+    hidden behind it."""
+    packages_impact = dict(adapter.impact_packages)
+    out: list[Difference] = []
     engine_dist, _ = adapter.distribution(_Packages({**base.packages, **cand.packages}))
     resolved: dict[str, Difference] = {}
     for key in sorted(set(base.packages) | set(cand.packages)):
@@ -148,6 +186,13 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
         out.append(Difference("stack", key, b, c, why=why, tier=T_DECLARED, bisectable=bisectable, hidden=hidden))
     out += resolved.values()
 
+    return out, resolved
+
+
+def _where_differences(base: Arm, cand: Arm) -> tuple[list[Difference], list[str]]:
+    """(the environment variables, host blocks, GPUs and workloads that
+    differ, the notes of what could not be compared)."""
+    out: list[Difference] = []
     for key in sorted(set(base.env) | set(cand.env)):
         b, c = base.env.get(key), cand.env.get(key)
         if b != c:
@@ -175,8 +220,15 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
             out.append(Difference("workload", key, b, c, why="the arms measured different loads",
                                   tier=T_WORKLOAD, bisectable=True))
 
-    # one line per distinct fact of the logs, with the launches it came from; a
-    # silent choice an effective difference already quotes is said there
+    return out, notes
+
+
+def _log_differences(base: Arm, cand: Arm, out: list[Difference], resolved: dict[str, Difference]) -> list[Difference]:
+    """One line per distinct fact of the logs only one side says (`out`:
+    the differences so far, whose quoted silent choices are said there)."""
+    logs: list[Difference] = []
+    # with the launches it came from; a silent choice an effective difference
+    # already quotes is said there
     quoted = {d.key for d in out if d.category == "effective" and d.silent_default and not d.hidden}
     seen_base, seen_cand = set(base.warnings), set(cand.warnings)
     for arm, other, letter in ((cand, seen_base, "candidate"), (base, seen_cand, "baseline")):
@@ -185,22 +237,15 @@ def compare_arms(base: Arm, cand: Arm) -> Diagnosis:
                 continue
             values = ("warned", None) if letter == "baseline" else (None, "warned")
             hidden = f"said by effective.{_CHOICE_KEY}" if _is_choice(w) and _CHOICE_KEY in quoted else ""
-            out.append(Difference("log", w, *values, why=f"only {arm.label}'s server log says so",
+            logs.append(Difference("log", w, *values, why=f"only {arm.label}'s server log says so",
                                   tier=T_LOG if letter == "candidate" else T_REST, seen=_seen(arm, w), hidden=hidden))
     if _get(base.effective, "log_patterns") != _get(cand.effective, "log_patterns"):
         follows = any(d.tier == T_ENGINE for d in resolved.values())
-        out.append(Difference("log", "log_patterns", _get(base.effective, "log_patterns"),
+        logs.append(Difference("log", "log_patterns", _get(base.effective, "log_patterns"),
                               _get(cand.effective, "log_patterns"), why="the logs were read with the patterns of their releases",
                               tier=T_REST, hidden="follows from the engine's version" if follows else ""))
 
-    order = {c: i for i, c in enumerate(CATEGORIES)}
-    ranked = sorted(out, key=lambda d: (d.tier, order[d.category], d.key))
-    shown = [_with_rank(d, i) for i, d in enumerate(x for x in ranked if not x.hidden)]
-    hidden = [x for x in ranked if x.hidden]
-    names = sorted(set(base.metrics) & set(cand.metrics))
-    metrics = tuple((n, base.metrics.get(n), cand.metrics.get(n)) for n in names)
-    return Diagnosis(base.label, cand.label, shown, notes=base.notes + cand.notes + tuple(notes), runs=(base.run_id, cand.run_id),
-                     metrics=metrics, hidden=hidden, metrics_are=_metrics_are(base, cand))
+    return logs
 
 
 QUOTE_MAX = 200  # a log quote longer than this is cut to the fragment that says the fact

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import attrs
+from specdsl.paired_result import PairedResult
 
 
 class DiagnoseError(Exception):
@@ -108,8 +109,9 @@ def sides_from_state(state, state_dir: Path, name: str) -> Sides:
                             "first (or give the spec FILE, or --state DIR)")
     run = runs[-1]
     doc = document_of(run, Path(state_dir))
-    arms = (doc or {}).get("arms") or {}
-    if not (doc and doc.get("pairs") and "A" in arms):
+    got = PairedResult.of(doc)
+    arms = (got.arms if got is not None else (doc or {}).get("arms")) or {}
+    if not (got and got.pairs and "A" in arms):
         raise DiagnoseError(f"the baseline of {name!r} is declared in its spec: give the spec FILE "
                             f"(`specdsl diagnose {name} FILE`)")
     return Sides(run, run, None, None, (arms["A"], name))

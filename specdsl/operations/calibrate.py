@@ -12,6 +12,7 @@ import math
 import attrs
 
 from specdsl.model import config
+from specdsl.paired_result import PairedResult
 
 
 @attrs.frozen
@@ -82,16 +83,17 @@ def components(doc: dict, noise: dict[str, float]) -> dict[str, float]:
     removed: verdict.variance_components)."""
     from specdsl.verdict import variance_components
 
-    runs = {r["index"]: r.get("metrics", {}) for r in doc.get("runs", ())}
-    blocks = [b for p in doc.get("pairs", ()) for b in p["blocks"]]
+    got = PairedResult.of(doc)
+    runs = {r["index"]: r.get("metrics", {}) for r in got.runs}
+    blocks = [b for _p, b in got.blocks()]
     out: dict[str, float] = {}
     for name in noise:
-        values = [[runs.get(i, {}).get(name) for i in b["runs"]] for b in blocks]
+        values = [[runs.get(i, {}).get(name) for i in b.runs] for b in blocks]
         if not all(v and all(isinstance(x, (int, float)) and x > 0 for x in v) for v in values):
             continue  # a launch without this metric, or a value no log takes
         by_arm: dict[str, list[list[float]]] = {}
         for b, v in zip(blocks, values):
-            by_arm.setdefault(b["arm"], []).append([math.log(x) for x in v])
+            by_arm.setdefault(b.arm, []).append([math.log(x) for x in v])
         groups = []
         for arm_groups in by_arm.values():  # an arm's own mean out: arms may differ by a constant
             mean = sum(sum(g) for g in arm_groups) / sum(len(g) for g in arm_groups)
@@ -111,8 +113,9 @@ def launch_and_run_costs(doc: dict) -> dict[str, float]:
     counters and records), from the A/A result."""
     import statistics
 
-    launches = [x["launch_s"] for x in doc.get("launches", ()) if isinstance(x.get("launch_s"), (int, float))]
-    runs = [t for x in doc.get("launches", ()) for t in x.get("run_s", ()) if isinstance(t, (int, float))]
+    got = PairedResult.of(doc)
+    launches = [x.launch_s for x in (got.launches or ()) if isinstance(x.launch_s, (int, float))]
+    runs = [t for x in (got.launches or ()) for t in x.run_s or () if isinstance(t, (int, float))]
     out = {}
     if launches:
         out["cost.launch_s"] = statistics.median(launches)

@@ -38,6 +38,7 @@ from specdsl.names import natural_sorted
 from specdsl.plan.budget import Limit, budget_advice, limit_of, own_fit, plan_worsts
 from specdsl.plan.looks import block_of, first_pairs, max_runs
 from specdsl.plan.model import Action, Change, FieldChange, Plan, Refresh
+from specdsl.plan.reasons import Why, render
 from specdsl.state.promotions import Index, verdict_of
 from specdsl.stats import significant
 from specdsl.verdict.decision import Status as VerdictStatus
@@ -133,224 +134,275 @@ def make_plan(
     apply-wide budget of paired comparisons (specdsl.plan.budget)."""
     from specdsl.plan.cost import Durations
 
-    durations = durations if durations is not None else Durations()
+    d = _Deciding(graph, state, refresh, durations if durations is not None else Durations(), rerun, more, spec,
+                  _select(graph, targets))
     order = graph.order()
-    selected = _select(graph, targets)
-    actions: dict[str, Action] = {}
-    changes: dict[str, Change] = {}
-    results = dict(state.results) if state is not None else {}
-    steps_recorded = {s.addr: s for s in getattr(state, "steps", ())} if state is not None else {}
-    # run id -> how many runs its metrics summarize (None: not recorded, as
-    # in states written before the count was)
-    run_counts = {r.id: getattr(r, "runs", None) for r in getattr(state, "runs", ())} if state is not None else {}
-    dependants = graph.succ
-
-    def upstream_names(step) -> dict[str, str]:
-        names = {}
-        for dep in step.deps:
-            names[graph.steps[dep].kind if graph.steps[dep].kind != "preflight" else "host"] = dep
-        return names
-
-    def changed_fields(step):
-        prior = steps_recorded.get(step.addr)
-        if prior is None or prior.identity == step.identity:
-            return prior, ()
-        return prior, field_changes(prior.content_dict(), step.content)
-
     # Decide bottom-up needs: benchmarks first (they decide what must run).
-    bench_runs: set[str] = set()
-    more_runs: dict[str, tuple[int, int]] = {}  # benchmark addr -> (runs recorded, runs wanted)
-    capped: dict[str, str] = {}  # benchmark addr -> the budget that caps its first pairs
-    going_on: dict[str, tuple[int, int, list[str]]] = {}  # paired benchmark addr -> (pairs recorded, budget, undecided checks)
-    index: Index | None = None  # the state's verdict runs, indexed when a step needs them
     for addr in order:
-        step = graph.steps[addr]
-        if step.kind != "benchmark" or addr not in selected:
-            continue
-        if rerun or step.identity not in results:
-            bench_runs.add(addr)
-            continue
-        # `runs` is not part of the identity: a result with fewer runs than
-        # the workload wants asks for the rest. An unknown count is enough.
-        recorded = run_counts.get(results[step.identity])
-        workload = step.payload["experiment"].workload
-        per_launch = block_of(workload, state, step.payload["experiment"].name) if "paired" in step.payload else None
-        wanted = first_pairs(workload, block=per_launch) if "paired" in step.payload else workload.runs
-        if "paired" in step.payload and recorded is not None and recorded < wanted:
-            # its own budget (max_launches, max_time) may stop it before its first look
-            fit = own_fit(step, state, durations, done=recorded, most=wanted)
-            if fit < wanted:
-                capped[addr], wanted = limit_of(workload).text(), fit
-        if recorded is not None and recorded < wanted:
-            bench_runs.add(addr)
-            more_runs[addr] = (recorded, wanted)
-        elif "paired" in step.payload and recorded is not None:
-            # an undecided comparison goes on where its budget allows: its
-            # recorded pairs are kept, only new pairs launch servers
-            if index is None:
-                index = Index(state)
-            open_checks = _undecided_checks(graph, addr, index)
-            budget = max_runs(workload, per_launch) + max(0, more)
-            # its own budget (max_launches, max_time) reached: nothing more is measured
-            budget = min(budget, own_fit(step, state, durations, done=recorded, most=budget))
-            if open_checks and recorded < budget:
-                bench_runs.add(addr)
-                going_on[addr] = (recorded, budget, open_checks)
-
-    shared = shared_blocks(graph, [a for a in order if a in bench_runs and a not in going_on and a not in more_runs], state)
-    running_at_end: set[str] = set()
-    candidacy: dict[str, tuple[str, str]] = {}  # promote addr -> (new | ready | stop, reason)
-    undecided: list = []
-    noise_runs: dict | None = None  # check address -> its latest verdict run that recorded its pairs' noise
+        if graph.steps[addr].kind == "benchmark" and addr in d.selected:
+            _benchmark_need(d, addr)
+    d.shared = shared_blocks(graph, [a for a in order if a in d.bench_runs and a not in d.going_on and a not in d.more_runs],
+                             state)
     # Decide in need order (a launch needs to know its benchmarks, a
     # provision its launches); emit in topological order below.
-    decide = sorted((a for a in order if a in selected), key=lambda a: (_DECIDE[graph.steps[a].kind], a))
-    for addr in decide:
+    for addr in sorted((a for a in order if a in d.selected), key=lambda a: (_DECIDE[graph.steps[a].kind], a)):
         step = graph.steps[addr]
-        kind = step.kind
-        endpoint = None
-        prior, fields = changed_fields(step)
-        reason = describe(fields, upstream_names(step))
-        if kind == "benchmark":
-            if addr in bench_runs:
-                action = Action.RUN
-                if rerun and step.identity in results:
-                    reason = f"rerun requested (results recorded in run {results[step.identity]})"
-                elif addr in more_runs:
-                    have, want = more_runs[addr]
-                    n = want - have
-                    reason = f"{n} more run{'s' if n != 1 else ''} needed ({have} recorded, {want} wanted"
-                    reason += f" within {capped[addr]})" if addr in capped else ")"
-                elif addr in going_on:
-                    have, budget, checks = going_on[addr]
-                    reason = (f"continue: {', '.join(checks)} undecided at {have} pairs (recorded in run "
-                              f"{results[step.identity]}, kept); up to {budget - have} more pairs"
-                              + (f" (--more {more})" if more else "")
-                              + f", {launches(budget - have)} launches at most")
-                elif not reason:
-                    reason = "no results recorded yet"
-            else:
-                action, reason = Action.REUSE, f"results recorded in run {results[step.identity]}"
-            if action is Action.RUN and "paired" in step.payload and "endpoint" in step.payload:
-                reason += "" if addr in going_on else "; " + endpoint_pairs_text(step, state)
-            elif action is Action.RUN and "paired" in step.payload:
-                reason += "" if addr in going_on else "; " + paired_cost(step, state, shared.get(addr, ()))
-                gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
-                reason += f"; both arms on {gpus}" if gpus else ""
-            if action is Action.RUN and step.payload["experiment"].workload.command:
-                reason += "; runs " + command_preview(step.payload["experiment"])
-            if "endpoint" in step.payload:
-                action, reason, endpoint = _existing(step, action, reason, refresh, state, results, rerun)
-                if action is Action.RUN:
-                    bench_runs.add(addr)
-        elif kind == "launch":
-            needed = any(d in bench_runs for d in dependants[addr]) or step.payload["server"].keep_running
-            alive = step.identity in refresh.servers
-            if alive:  # running now; its teardown (unless kept) stops it
-                action, reason = Action.REUSE, "running and answering"
-                running_at_end.add(addr)
-            elif not needed:
-                action, reason = Action.REUSE, "not needed: every benchmark of this server has results"
-            else:
-                running_at_end.add(addr)
-                if fields:
-                    action = Action.REPLACE
-                else:
-                    action = Action.CREATE
-                    if prior is not None:
-                        reason = "recorded server is not running: will launch"
-                    else:
-                        reason = "new server"
-                gpus = plan_note(step.payload["host"], [step.payload["server"]])
-                reason += f"; {gpus}" if gpus else ""
-        elif kind == "provision":
-            needed = any(actions.get(d) in (Action.CREATE, Action.REPLACE) for d in dependants[addr] if graph.steps[d].kind == "launch") \
-                or any(d in bench_runs for d in dependants[addr] if "paired" in graph.steps[d].payload)
-            exists = step.identity in refresh.environments
-            if exists:
-                action, reason = Action.REUSE, "environment exists"
-            elif not needed:
-                action, reason = Action.REUSE, "not needed: no server of this stack has to start"
-            elif fields:
-                action = Action.REPLACE
-            else:
-                action = Action.CREATE
-                reason = "recorded environment is missing: will re-create" if prior is not None else _stack_summary(step)
-        elif kind == "preflight":
-            action, reason = Action.REUSE, "nothing to start on this host"
-        elif kind == "check":
-            action = Action.CHECK
-            reads = [d for d in step.deps]
-            base = step.content.get("baseline")
-            if isinstance(base, dict) and "track" in base:
-                if "arm" in base:  # paired, but no lock to rebuild the track from
-                    reads.append(f"track {base['track']} baseline (no stack lock to rebuild it from: its comparisons are errors)")
-                else:
-                    reads.append(f"track {base['track']}'s recorded result (baseline_mode = \"recorded\": drift not controlled)")
-            if noise_runs is None:
-                noise_runs = measured_noise_runs(state)
-            reason = "reads " + ", ".join(reads) + noise_note(step, state, spec, noise_runs)
-            if index is None:
-                index = Index(state)
-            gone = _undecided(graph, step, state, index, bench_runs, durations, spec)
-            if gone is not None:
-                undecided.append(gone)
-        elif kind == "promote":
-            if index is None:
-                index = Index(state)
-            candidacy[addr] = _promote_candidacy(graph, step, state, index, bench_runs, results)
-            action, reason = Action.REUSE, candidacy[addr][1]  # decided per track below
-        else:  # teardown
-            launch_addr = step.payload["launch"]
-            if launch_addr in running_at_end:
-                action, reason = Action.DESTROY, "stop the server after its benchmarks"
-            else:
-                action, reason = Action.REUSE, "nothing running"
-        actions[addr] = action
-        changes[addr] = Change(addr, kind, action, reason, step.identity, fields, step.deps, step.after, step.experiments, step.host,
-                               endpoint=endpoint if kind == "benchmark" and "endpoint" in step.payload else None)
-
+        prior, fields = d.changed_fields(step)
+        action, why, facts, note, endpoint = _DECIDERS[step.kind](d, step, prior, fields)
+        d.actions[addr] = action
+        d.changes[addr] = Change(addr, step.kind, action, render(why, **facts) + note, step.identity, fields, step.deps,
+                                 step.after, step.experiments, step.host, endpoint=endpoint, why=why,
+                                 shares=d.shared.get(addr, ()) if action is Action.RUN else ())
     # promotions of one track are decided together: two candidates that
     # would pass on recorded verdicts alone are held, as apply would hold them
-    for addr, (action, reason) in _promote_actions(graph, candidacy).items():
-        c = changes[addr]
-        actions[addr] = action
-        changes[addr] = Change(addr, c.kind, action, reason, c.identity, c.fields, c.deps, c.after, c.experiments, c.host)
-
-    # preflight depends on what its host starts: decide it last.
-    for addr, change in list(changes.items()):
-        if change.kind != "preflight":
-            continue
-        starts = [d for d in graph.downstream(addr) if graph.steps[d].kind in ("provision", "launch") and actions.get(d) in (Action.CREATE, Action.REPLACE)
-                  or d in bench_runs and "paired" in graph.steps[d].payload]
-        if starts:
-            changes[addr] = Change(addr, "preflight", Action.RUN, f"before {', '.join(natural_sorted(starts)[:3])}{' ...' if len(starts) > 3 else ''}",
-                                   change.identity, (), change.deps, change.after, change.experiments, change.host)
-
-    costs = _costs(graph, [a for a in order if a in bench_runs], more_runs, actions, durations, going_on, state, shared)
-    worsts, apply_worst = plan_worsts(graph, costs, state, durations, run_counts, results,
+    for addr, (action, reason) in _promote_actions(graph, d.candidacy).items():
+        d.actions[addr] = action
+        d.changes[addr] = attrs.evolve(d.changes[addr], action=action, reason=reason)
+    _decide_preflights(d)
+    costs = _costs(graph, [a for a in order if a in d.bench_runs], d.more_runs, d.actions, d.durations, d.going_on, state,
+                   d.shared)
+    worsts, apply_worst = plan_worsts(graph, costs, state, d.durations, d.run_counts, d.results,
                                       Limit(max_launches, max_time), rerun=rerun)
-    drift = tuple(refresh.drift)
-    lineage = state.lineage if state is not None else None
-    serial = state.serial if state is not None else 0
     return Plan(
         spec=spec,
         spec_digest=spec_digest,
         variables=tuple(sorted((variables or {}).items())),
-        lineage=lineage,
-        serial=serial,
-        changes=tuple(changes[a] for a in order if a in changes),
-        drift=drift,
+        lineage=state.lineage if state is not None else None,
+        serial=state.serial if state is not None else 0,
+        changes=tuple(d.changes[a] for a in order if a in d.changes),
+        drift=tuple(refresh.drift),
         rerun=rerun,
         targets=tuple(targets),
         more=more,
         costs=costs,
-        undecided=tuple(undecided),
+        undecided=tuple(d.undecided),
         max_launches=max_launches,
         max_time=max_time,
         worsts=worsts,
         apply_worst=apply_worst,
     )
+
+
+@attrs.define
+class _Deciding:
+    """What `make_plan` knows and has decided so far: the inputs, and what
+    each step's decision leaves for the steps decided after it."""
+
+    graph: Graph
+    state: Any
+    refresh: Refresh
+    durations: Any
+    rerun: bool
+    more: int
+    spec: str
+    selected: set
+    results: dict = attrs.field(init=False)
+    steps_recorded: dict = attrs.field(init=False)
+    # run id -> how many runs its metrics summarize (None: not recorded, as
+    # in states written before the count was)
+    run_counts: dict = attrs.field(init=False)
+    bench_runs: set = attrs.Factory(set)
+    more_runs: dict = attrs.Factory(dict)  # benchmark addr -> (runs recorded, runs wanted)
+    capped: dict = attrs.Factory(dict)  # benchmark addr -> the budget that caps its first pairs
+    going_on: dict = attrs.Factory(dict)  # paired benchmark addr -> (pairs recorded, budget, undecided checks)
+    shared: dict = attrs.Factory(dict)  # paired benchmark addr -> its group sharing the baseline's launches
+    running_at_end: set = attrs.Factory(set)
+    candidacy: dict = attrs.Factory(dict)  # promote addr -> (new | ready | stop, reason)
+    undecided: list = attrs.Factory(list)
+    actions: dict = attrs.Factory(dict)
+    changes: dict = attrs.Factory(dict)
+    _index: Index | None = None  # the state's verdict runs, indexed when a step needs them
+    _noise_runs: dict | None = None  # check address -> its latest verdict run that recorded its pairs' noise
+
+    def __attrs_post_init__(self) -> None:
+        state = self.state
+        self.results = dict(state.results) if state is not None else {}
+        self.steps_recorded = {s.addr: s for s in getattr(state, "steps", ())} if state is not None else {}
+        self.run_counts = {r.id: getattr(r, "runs", None) for r in getattr(state, "runs", ())} if state is not None else {}
+
+    def index(self) -> Index:
+        if self._index is None:
+            self._index = Index(self.state)
+        return self._index
+
+    def noise_runs(self) -> dict:
+        if self._noise_runs is None:
+            self._noise_runs = measured_noise_runs(self.state)
+        return self._noise_runs
+
+    def upstream_names(self, step) -> dict[str, str]:
+        names = {}
+        for dep in step.deps:
+            names[self.graph.steps[dep].kind if self.graph.steps[dep].kind != "preflight" else "host"] = dep
+        return names
+
+    def changed_fields(self, step):
+        prior = self.steps_recorded.get(step.addr)
+        if prior is None or prior.identity == step.identity:
+            return prior, ()
+        return prior, field_changes(prior.content_dict(), step.content)
+
+
+def _benchmark_need(d: _Deciding, addr: str) -> None:
+    """Whether benchmark `addr` runs (d.bench_runs), and why: more runs
+    wanted (d.more_runs, d.capped), an undecided comparison going on
+    (d.going_on)."""
+    step = d.graph.steps[addr]
+    if d.rerun or step.identity not in d.results:
+        d.bench_runs.add(addr)
+        return
+    # `runs` is not part of the identity: a result with fewer runs than
+    # the workload wants asks for the rest. An unknown count is enough.
+    recorded = d.run_counts.get(d.results[step.identity])
+    workload = step.payload["experiment"].workload
+    paired = "paired" in step.payload
+    per_launch = block_of(workload, d.state, step.payload["experiment"].name) if paired else None
+    wanted = first_pairs(workload, block=per_launch) if paired else workload.runs
+    if paired and recorded is not None and recorded < wanted:
+        # its own budget (max_launches, max_time) may stop it before its first look
+        fit = own_fit(step, d.state, d.durations, done=recorded, most=wanted)
+        if fit < wanted:
+            d.capped[addr], wanted = limit_of(workload).text(), fit
+    if recorded is not None and recorded < wanted:
+        d.bench_runs.add(addr)
+        d.more_runs[addr] = (recorded, wanted)
+    elif paired and recorded is not None:
+        # an undecided comparison goes on where its budget allows: its
+        # recorded pairs are kept, only new pairs launch servers
+        open_checks = _undecided_checks(d.graph, addr, d.index())
+        budget = max_runs(workload, per_launch) + max(0, d.more)
+        # its own budget (max_launches, max_time) reached: nothing more is measured
+        budget = min(budget, own_fit(step, d.state, d.durations, done=recorded, most=budget))
+        if open_checks and recorded < budget:
+            d.bench_runs.add(addr)
+            d.going_on[addr] = (recorded, budget, open_checks)
+
+
+def _decide_benchmark(d: _Deciding, step, prior, fields):
+    addr, run = step.addr, d.results.get(step.identity)
+    changes = describe(fields, d.upstream_names(step))
+    facts: dict = {}
+    if addr not in d.bench_runs:
+        action, why, facts = Action.REUSE, Why.RESULTS_RECORDED, {"run": run}
+    elif d.rerun and step.identity in d.results:
+        action, why, facts = Action.RUN, Why.RERUN, {"run": run}
+    elif addr in d.more_runs:
+        have, want = d.more_runs[addr]
+        action, why, facts = Action.RUN, Why.MORE_RUNS, {"have": have, "want": want, "within": d.capped.get(addr)}
+    elif addr in d.going_on:
+        have, budget, checks = d.going_on[addr]
+        action, why = Action.RUN, Why.CONTINUE
+        facts = {"have": have, "budget": budget, "checks": checks, "run": run, "more": d.more,
+                 "launches": launches(budget - have)}
+    else:
+        action, why = Action.RUN, (Why.FIELDS_CHANGED if changes else Why.NO_RESULTS)
+        facts = {"changes": changes}
+    note = _benchmark_note(d, step, action)
+    endpoint = None
+    if "endpoint" in step.payload:  # what refresh heard the servers say
+        changed, said, endpoint = _existing(step, d.refresh, d.state, d.results)
+        if changed and action is Action.REUSE and not d.rerun:
+            action, why, facts, note = Action.RUN, Why.SERVER_CHANGED, {"run": run, "changed": changed}, ""
+        note += "; " + said
+        if action is Action.RUN:
+            d.bench_runs.add(step.addr)
+    return action, why, facts, note, endpoint
+
+
+def _benchmark_note(d: _Deciding, step, action: Action) -> str:
+    """What the plan adds to a running benchmark's reason: the cost of its
+    pairs, the GPUs both arms take, the command a command workload runs."""
+    note = ""
+    if action is Action.RUN and "paired" in step.payload and "endpoint" in step.payload:
+        note += "" if step.addr in d.going_on else "; " + endpoint_pairs_text(step, d.state)
+    elif action is Action.RUN and "paired" in step.payload:
+        note += "" if step.addr in d.going_on else "; " + paired_cost(step, d.state, d.shared.get(step.addr, ()))
+        gpus = plan_note(step.payload["host"], [step.payload["paired"].server, step.payload["experiment"].server])
+        note += f"; both arms on {gpus}" if gpus else ""
+    if action is Action.RUN and step.payload["experiment"].workload.command:
+        note += "; runs " + command_preview(step.payload["experiment"])
+    return note
+
+
+def _decide_launch(d: _Deciding, step, prior, fields):
+    addr = step.addr
+    needed = any(b in d.bench_runs for b in d.graph.succ[addr]) or step.payload["server"].keep_running
+    if step.identity in d.refresh.servers:  # running now; its teardown (unless kept) stops it
+        d.running_at_end.add(addr)
+        return Action.REUSE, Why.SERVER_RUNNING, {}, "", None
+    if not needed:
+        return Action.REUSE, Why.SERVER_NOT_NEEDED, {}, "", None
+    d.running_at_end.add(addr)
+    if fields:
+        action, why = Action.REPLACE, Why.FIELDS_CHANGED
+    else:
+        action, why = Action.CREATE, (Why.SERVER_NOT_RUNNING if prior is not None else Why.NEW_SERVER)
+    gpus = plan_note(step.payload["host"], [step.payload["server"]])
+    return action, why, {"changes": describe(fields, d.upstream_names(step))}, f"; {gpus}" if gpus else "", None
+
+
+def _decide_provision(d: _Deciding, step, prior, fields):
+    users = d.graph.succ[step.addr]
+    needed = any(d.actions.get(u) in (Action.CREATE, Action.REPLACE) for u in users if d.graph.steps[u].kind == "launch") \
+        or any(u in d.bench_runs for u in users if "paired" in d.graph.steps[u].payload)
+    if step.identity in d.refresh.environments:
+        return Action.REUSE, Why.ENV_EXISTS, {}, "", None
+    if not needed:
+        return Action.REUSE, Why.ENV_NOT_NEEDED, {}, "", None
+    if fields:
+        return Action.REPLACE, Why.FIELDS_CHANGED, {"changes": describe(fields, d.upstream_names(step))}, "", None
+    if prior is not None:
+        return Action.CREATE, Why.ENV_MISSING, {}, "", None
+    return Action.CREATE, Why.NEW_ENV, {"summary": _stack_summary(step)}, "", None
+
+
+def _decide_preflight(d: _Deciding, step, prior, fields):
+    return Action.REUSE, Why.NOTHING_TO_START, {}, "", None  # until what its host starts is known: _decide_preflights
+
+
+def _decide_check(d: _Deciding, step, prior, fields):
+    reads = list(step.deps)
+    base = step.content.get("baseline")
+    if isinstance(base, dict) and "track" in base:
+        if "arm" in base:  # paired, but no lock to rebuild the track from
+            reads.append(f"track {base['track']} baseline (no stack lock to rebuild it from: its comparisons are errors)")
+        else:
+            reads.append(f"track {base['track']}'s recorded result (baseline_mode = \"recorded\": drift not controlled)")
+    noise = noise_note(step, d.state, d.spec, d.noise_runs())
+    gone = _undecided(d.graph, step, d.state, d.index(), d.bench_runs, d.durations, d.spec)
+    if gone is not None:
+        d.undecided.append(gone)
+    return Action.CHECK, Why.READS, {"reads": reads, "noise": noise}, "", None
+
+
+def _decide_promote(d: _Deciding, step, prior, fields):
+    d.candidacy[step.addr] = _promote_candidacy(d.graph, step, d.state, d.index(), d.bench_runs, d.results)
+    return Action.REUSE, Why.PROMOTION, {"text": d.candidacy[step.addr][1]}, "", None  # decided per track after
+
+
+def _decide_teardown(d: _Deciding, step, prior, fields):
+    if step.payload["launch"] in d.running_at_end:
+        return Action.DESTROY, Why.STOP_SERVER, {}, "", None
+    return Action.REUSE, Why.NOTHING_RUNNING, {}, "", None
+
+
+_DECIDERS = {"benchmark": _decide_benchmark, "launch": _decide_launch, "provision": _decide_provision,
+             "preflight": _decide_preflight, "check": _decide_check, "promote": _decide_promote,
+             "teardown": _decide_teardown}
+
+
+def _decide_preflights(d: _Deciding) -> None:
+    """A preflight runs before what its host starts: decided last."""
+    graph = d.graph
+    for addr, change in list(d.changes.items()):
+        if change.kind != "preflight":
+            continue
+        starts = [s for s in graph.downstream(addr)
+                  if graph.steps[s].kind in ("provision", "launch") and d.actions.get(s) in (Action.CREATE, Action.REPLACE)
+                  or s in d.bench_runs and "paired" in graph.steps[s].payload]
+        if starts:
+            d.changes[addr] = attrs.evolve(change, action=Action.RUN, why=Why.BEFORE_STARTS, fields=(),
+                                           reason=render(Why.BEFORE_STARTS, starts=natural_sorted(starts)))
 
 
 def _status(run) -> VerdictStatus | None:
@@ -373,7 +425,8 @@ def shared_blocks(graph: Graph, fresh: list[str], state=None) -> dict[str, tuple
     """The paired benchmarks of `fresh` (measured from nothing in this
     plan, in plan order) that share their baseline's launches, each with
     its group (specdsl.graph.pairs.sharing_groups; the first leads). The
-    walk groups them the same way (apply/steps/paired.py)."""
+    plan carries each group in its changes (`Change.shares`), which the walk
+    measures as planned (apply/steps/paired.py:sharing_followers)."""
     keys = {}
     for addr in fresh:
         step = graph.steps[addr]
@@ -647,13 +700,14 @@ def _promote_actions(graph: Graph, candidacy: dict[str, tuple[str, str]]) -> dic
     return out
 
 
-def _existing(step, action: Action, reason: str, refresh: Refresh, state, results: dict, rerun: bool):
-    """(action, reason, endpoint) of the benchmark of a server already
-    running (`url`): said in words (nothing is launched or stopped); a
-    recorded result whose server now reports another identity (engine,
-    version, model, max_model_len) than it was recorded against no longer
-    matches, and runs again; a server refresh could not reach is said (the
-    spec stays valid; apply fails that step)."""
+def _existing(step, refresh: Refresh, state, results: dict):
+    """(what no longer matches, the words, endpoint) of the benchmark of a
+    server already running (`url`): said in words (nothing is launched or
+    stopped); a recorded result whose server now reports another identity
+    (engine, version, model, max_model_len) than it was recorded against no
+    longer matches (each such change: the benchmark runs again, Why.SERVER_CHANGED);
+    a server refresh could not reach is said (the spec stays valid; apply
+    fails that step)."""
     from specdsl.model.endpoint import identity_changes, identity_text, recorded_identity
 
     from specdsl.model.endpoint import BASELINE_PREFIX, EFFECTIVE_PREFIX
@@ -685,10 +739,7 @@ def _existing(step, action: Action, reason: str, refresh: Refresh, state, result
                     changed.append(f"the server at {url} now reports " + ", ".join(identity_changes(recorded, identity)))
         endpoints.append(endpoint)
         notes.append(note)
-    if changed and action is Action.REUSE and not rerun:
-        action = Action.RUN
-        reason = f"the recorded result (run {run_id}) no longer matches: " + "; ".join(changed)
-    return action, f"{reason}; " + "; ".join(notes), endpoints[0] if len(endpoints) == 1 else {"arms": endpoints}
+    return changed, "; ".join(notes), endpoints[0] if len(endpoints) == 1 else {"arms": endpoints}
 
 
 def endpoint_pairs_text(step, state=None) -> str:

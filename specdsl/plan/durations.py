@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from specdsl.paired_result import PairedResult
 from specdsl.plan.cost import Durations, arm_launch_identity, model_key, model_run_key, run_key, server_key
 
 LAUNCH_S = "launch_s"
@@ -84,8 +85,9 @@ def recorded_durations(state, state_dir: Path | None, graph=None, wanted: set[st
         doc = _document(Path(state_dir) / run.folder)
         if doc is None:
             continue
-        caches |= {x["jit_cache"] for x in doc.get("launches", ()) if isinstance(x, dict) and isinstance(x.get("jit_cache"), str)}
         try:
+            paired = PairedResult.of(doc)
+            caches |= {x.jit_cache for x in (paired.launches or ()) if isinstance(x.jit_cache, str)} if paired else set()
             _read(doc, content, launches, runs, by_model)
         except (KeyError, TypeError, ValueError):
             continue  # a result this reader does not understand: its durations are not used
@@ -125,31 +127,32 @@ def _seconds(run: dict) -> float | None:
 
 def _read(doc: dict, content: dict, launches: dict, runs: dict, by_model: tuple[dict, dict] = ({}, {})) -> None:
     by_index = {r["index"]: r for r in doc.get("runs", ())}
-    if doc.get("pairs") and "arms" in content:
+    paired = PairedResult.of(doc)
+    if paired is not None and paired.pairs and "arms" in content:
         ids = {letter: arm_launch_identity(content, arm) for letter, arm in _ARMS.items()}
         timed = False  # the walk's own timing of each run (a launch's `run_s`): what a run costs, overhead included
-        for entry in doc.get("launches", ()):
-            if entry.get("arm") not in ids:
+        for entry in paired.launches or ():
+            if entry.arm not in ids:
                 continue
-            arm = _ARMS[entry["arm"]]
-            if isinstance(entry.get(LAUNCH_S), (int, float)):
-                launches.setdefault(ids[entry["arm"]], []).append(float(entry[LAUNCH_S]))
-                by_model[0].setdefault(model_key(content["arms"][arm]), []).append(float(entry[LAUNCH_S]))
-            if entry.get("run_s"):
-                seconds = [float(t) for t in entry["run_s"] if isinstance(t, (int, float))]
-                runs.setdefault(run_key(ids[entry["arm"]], content, arm), []).extend(seconds)
+            arm = _ARMS[entry.arm]
+            launch_s = entry.timed_launch()
+            if launch_s is not None:
+                launches.setdefault(ids[entry.arm], []).append(launch_s)
+                by_model[0].setdefault(model_key(content["arms"][arm]), []).append(launch_s)
+            if entry.run_s:
+                seconds = list(entry.timed_runs())
+                runs.setdefault(run_key(ids[entry.arm], content, arm), []).extend(seconds)
                 by_model[1].setdefault(model_run_key(content["arms"][arm], content, arm), []).extend(seconds)
                 timed = True
-        for pair in ([] if timed else doc["pairs"]):
-            for block in pair["blocks"]:
-                letter = block["arm"]
-                key = run_key(ids[letter], content, _ARMS[letter])
-                same_model = model_run_key(content["arms"][_ARMS[letter]], content, _ARMS[letter])
-                for i in block["runs"]:
-                    seconds = _seconds(by_index.get(i, {}))
-                    if seconds is not None:
-                        runs.setdefault(key, []).append(seconds)
-                        by_model[1].setdefault(same_model, []).append(seconds)
+        for _pair, block in ([] if timed else paired.blocks()):
+            letter = block.arm
+            key = run_key(ids[letter], content, _ARMS[letter])
+            same_model = model_run_key(content["arms"][_ARMS[letter]], content, _ARMS[letter])
+            for i in block.runs:
+                seconds = _seconds(by_index.get(i, {}))
+                if seconds is not None:
+                    runs.setdefault(key, []).append(seconds)
+                    by_model[1].setdefault(same_model, []).append(seconds)
         return
     if "launch" in content or "endpoint" in content:
         key = run_key(server_key(content), content)

@@ -63,6 +63,13 @@ class Change:
     # a benchmark of a server already running (`url`): {"url", "launched":
     # False, "reported": what refresh heard it say, or "refresh_error"}
     endpoint: Any = attrs.field(default=None, eq=False)
+    # the rule that decided `action` (plan.reasons.Why; `reason` is its prose):
+    # None for a plan read from a file, which keeps the prose only
+    why: Any = attrs.field(default=None, eq=False)
+    # a paired benchmark measured from nothing that shares its baseline's
+    # launches with others (diff.shared_blocks): the group, its leader
+    # first, which the walk measures in shared blocks as planned
+    shares: tuple[str, ...] = ()
 
 
 @attrs.frozen

@@ -47,6 +47,7 @@ def _body(plan: Plan) -> dict:
                 "fields": [{"path": f.path, "before": json.dumps(secrets.shown(f.before)),
                             "after": json.dumps(secrets.shown(f.after))} for f in c.fields],
                 **({"endpoint": json.dumps(c.endpoint, sort_keys=True)} if c.endpoint is not None else {}),
+                **({"shares": list(c.shares)} if c.shares else {}),
             }
             for c in plan.changes
         ],
@@ -155,6 +156,7 @@ def _from_body(doc: dict) -> Plan:
                 experiments=tuple(c["experiments"]),
                 host=c["host"],
                 endpoint=json.loads(c["endpoint"]) if "endpoint" in c else None,
+                shares=tuple(c.get("shares", ())),
             )
         )
     from specdsl.plan.budget import ApplyWorst, Worst

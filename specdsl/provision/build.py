@@ -137,39 +137,11 @@ def _as_reused(record: EnvInfo) -> EnvInfo:
 
 
 def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: str, log_path: Path, say, stop) -> EnvInfo:
-    if stack.installer not in ("uv", "pip", "prebuilt"):
-        raise ProvisionError(f"Stack {stack.name!r}: unknown installer {stack.installer!r} (use \"uv\", \"pip\" or \"prebuilt\")")
-    existing = _existing_interpreter(stack, host)
-    if stack.installer == "prebuilt" and existing is None:
-        raise ProvisionError(
-            f"Stack {stack.name!r}: installer \"prebuilt\" installs nothing, so it needs an existing interpreter: "
-            "set python = \"system\" or a path (and the prebuilt tree in env.PYTHONPATH)"
-        )
-    if existing is not None and stack.index:
-        raise ProvisionError(
-            f"Stack {stack.name!r} uses an existing interpreter ({stack.python}) and installs from "
-            "find-links only; it cannot also name an index. Remove `index` or give a Python version."
-        )
+    existing = _checked_interpreter(stack, host)
     env = {k: str(v) for k, v in stack.env}
     venv = folder / "venv"
     python = str(venv / "bin" / "python")
-
-    def run(argv: list[str], what: str, extra_env: dict[str, str] | None = None, timeout: float = INSTALL_TIMEOUT_S):
-        say(what)
-        try:
-            result = host.run(argv, log_path=log_path, timeout=timeout, env={**env, **(extra_env or {})}, stop=stop)
-        except HostError as exc:  # the program itself is missing
-            raise ProvisionError(f"Provisioning stack {stack.name!r} failed: {what}: {exc}", command=list(argv), log_path=str(log_path)) from None
-        if not result.ok:
-            status = f"timed out after {timeout:.0f}s" if result.timed_out else f"exited {result.returncode}"
-            raise ProvisionError(
-                f"Provisioning stack {stack.name!r} failed: {what} {status}",
-                command=list(argv),
-                tail=_strip_footer(result.tail),
-                log_path=str(log_path),
-            )
-        return result
-
+    run = _runner(stack, host, env, log_path, say, stop)
     if stack.installer == "prebuilt":
         sources = Sources()
     else:
@@ -177,60 +149,9 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
         sources = package_sources(host, stack, pip_sources, no_index=existing is not None, log_path=log_path)
     for w in sources.warnings:
         say(f"warning: {w}")
-    if stack.installer == "prebuilt":
-        # nothing is installed or resolved: the packages are already there (a
-        # carried site tree in env.PYTHONPATH over the host's interpreter);
-        # the pins are checked against what the new environment sees below
-        run([existing, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], f"creating environment (Python {existing})",
-            timeout=VENV_TIMEOUT_S)
-        _inherit_site_packages(host, existing, python, run)
-    elif stack.installer == "uv":
-        uv = host.which("uv")
-        if uv is None:
-            raise ProvisionError(f"Stack {stack.name!r}: no `uv` on host {host.name}. Install uv there or use installer = \"pip\".")
-        venv_argv = [uv, "venv", "--quiet", "--python", existing or stack.python]
-        if existing is not None:
-            venv_argv.append("--system-site-packages")
-        run(venv_argv + [str(venv)], f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
-        if existing is not None:
-            _inherit_site_packages(host, existing, python, run)
-        overrides = list(stack.overrides) + [f"{name}; {NEVER}" for name in stack.exclude]
-        argv = [uv, "pip", "install", "--python", python, *sources.args]
-        if overrides:
-            host.write_text(folder / "overrides.txt", "\n".join(overrides) + "\n")
-            argv += ["--override", str(folder / "overrides.txt")]
-        if stack.packages:
-            run(argv + list(stack.packages), f"installing {len(stack.packages)} packages with uv", sources.uv_env)
-    else:
-        base = _pip_base_python(stack, existing, host)
-        venv_argv = [base, "-m", "venv"] + (["--system-site-packages"] if existing else []) + [str(venv)]
-        run(venv_argv, f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
-        if existing is not None:
-            _inherit_site_packages(host, existing, python, run)
-        pip = [python, "-m", "pip", "install", "--disable-pip-version-check", *sources.args]
-        if stack.packages:
-            run(pip + list(stack.packages), f"installing {len(stack.packages)} packages with pip")
-        # pip has no overrides: force them afterwards without their dependencies,
-        # and remove excluded dependencies once the resolver pulled them in.
-        if stack.overrides:
-            run(pip + ["--no-deps", *stack.overrides], "forcing overrides with pip")
-        if stack.exclude:
-            run([python, "-m", "pip", "uninstall", "-y", *stack.exclude], "removing excluded packages")
-
+    _INSTALL[stack.installer](stack, host, folder, existing, sources, run)
     say("recording installed versions")
-    try:
-        facts = probe(host, python, log_path, torch=True, env=env)
-    except ProbeFailed as exc:
-        raise ProvisionError(
-            f"Provisioning stack {stack.name!r} failed: the new environment's Python does not run",
-            command=exc.argv, tail=exc.tail, log_path=str(log_path),
-        ) from None
-    if "torch_error" in facts:
-        raise ProvisionError(
-            f"Provisioning stack {stack.name!r} failed: torch is installed but does not import",
-            command=[python, "-c", "import torch"], tail="\n".join(facts["torch_error"].splitlines()[-30:]),
-            log_path=str(log_path),
-        )
+    facts = _probe_new(stack, host, python, log_path, env)
     if stack.installer == "prebuilt":
         pinned = _check_prebuilt(stack, facts["packages"])
         # the tree was installed without its console scripts (their shebangs
@@ -255,6 +176,122 @@ def _build(stack: Stack, host: Host, folder: Path, identity: str, stack_json: st
     write_marker(host, folder, record, stack_json)
     say(f"environment {identity} ready")
     return record
+
+
+def _checked_interpreter(stack: Stack, host: Host) -> str | None:
+    """The existing interpreter the stack builds over (None: a new Python),
+    after the checks of its installer against it."""
+    if stack.installer not in ("uv", "pip", "prebuilt"):
+        raise ProvisionError(f"Stack {stack.name!r}: unknown installer {stack.installer!r} (use \"uv\", \"pip\" or \"prebuilt\")")
+    existing = _existing_interpreter(stack, host)
+    if stack.installer == "prebuilt" and existing is None:
+        raise ProvisionError(
+            f"Stack {stack.name!r}: installer \"prebuilt\" installs nothing, so it needs an existing interpreter: "
+            "set python = \"system\" or a path (and the prebuilt tree in env.PYTHONPATH)"
+        )
+    if existing is not None and stack.index:
+        raise ProvisionError(
+            f"Stack {stack.name!r} uses an existing interpreter ({stack.python}) and installs from "
+            "find-links only; it cannot also name an index. Remove `index` or give a Python version."
+        )
+    return existing
+
+
+def _runner(stack: Stack, host: Host, env: dict[str, str], log_path: Path, say, stop):
+    """`run(argv, what, extra_env=None, timeout=INSTALL_TIMEOUT_S)`: one
+    step of the build on `host`, said, logged; a failure is a ProvisionError
+    with its command and the log's tail."""
+
+    def run(argv: list[str], what: str, extra_env: dict[str, str] | None = None, timeout: float = INSTALL_TIMEOUT_S):
+        say(what)
+        try:
+            result = host.run(argv, log_path=log_path, timeout=timeout, env={**env, **(extra_env or {})}, stop=stop)
+        except HostError as exc:  # the program itself is missing
+            raise ProvisionError(f"Provisioning stack {stack.name!r} failed: {what}: {exc}", command=list(argv), log_path=str(log_path)) from None
+        if not result.ok:
+            status = f"timed out after {timeout:.0f}s" if result.timed_out else f"exited {result.returncode}"
+            raise ProvisionError(
+                f"Provisioning stack {stack.name!r} failed: {what} {status}",
+                command=list(argv),
+                tail=_strip_footer(result.tail),
+                log_path=str(log_path),
+            )
+        return result
+
+    return run
+
+
+def _install_prebuilt(stack: Stack, host: Host, folder: Path, existing: str, sources: Sources, run) -> None:
+    # nothing is installed or resolved: the packages are already there (a
+    # carried site tree in env.PYTHONPATH over the host's interpreter);
+    # the pins are checked against what the new environment sees (_build)
+    venv = folder / "venv"
+    run([existing, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], f"creating environment (Python {existing})",
+        timeout=VENV_TIMEOUT_S)
+    _inherit_site_packages(host, existing, str(venv / "bin" / "python"), run)
+
+
+def _install_uv(stack: Stack, host: Host, folder: Path, existing: str | None, sources: Sources, run) -> None:
+    venv = folder / "venv"
+    python = str(venv / "bin" / "python")
+    uv = host.which("uv")
+    if uv is None:
+        raise ProvisionError(f"Stack {stack.name!r}: no `uv` on host {host.name}. Install uv there or use installer = \"pip\".")
+    venv_argv = [uv, "venv", "--quiet", "--python", existing or stack.python]
+    if existing is not None:
+        venv_argv.append("--system-site-packages")
+    run(venv_argv + [str(venv)], f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
+    if existing is not None:
+        _inherit_site_packages(host, existing, python, run)
+    overrides = list(stack.overrides) + [f"{name}; {NEVER}" for name in stack.exclude]
+    argv = [uv, "pip", "install", "--python", python, *sources.args]
+    if overrides:
+        host.write_text(folder / "overrides.txt", "\n".join(overrides) + "\n")
+        argv += ["--override", str(folder / "overrides.txt")]
+    if stack.packages:
+        run(argv + list(stack.packages), f"installing {len(stack.packages)} packages with uv", sources.uv_env)
+
+
+def _install_pip(stack: Stack, host: Host, folder: Path, existing: str | None, sources: Sources, run) -> None:
+    venv = folder / "venv"
+    python = str(venv / "bin" / "python")
+    base = _pip_base_python(stack, existing, host)
+    venv_argv = [base, "-m", "venv"] + (["--system-site-packages"] if existing else []) + [str(venv)]
+    run(venv_argv, f"creating environment (Python {existing or stack.python})", timeout=VENV_TIMEOUT_S)
+    if existing is not None:
+        _inherit_site_packages(host, existing, python, run)
+    pip = [python, "-m", "pip", "install", "--disable-pip-version-check", *sources.args]
+    if stack.packages:
+        run(pip + list(stack.packages), f"installing {len(stack.packages)} packages with pip")
+    # pip has no overrides: force them afterwards without their dependencies,
+    # and remove excluded dependencies once the resolver pulled them in.
+    if stack.overrides:
+        run(pip + ["--no-deps", *stack.overrides], "forcing overrides with pip")
+    if stack.exclude:
+        run([python, "-m", "pip", "uninstall", "-y", *stack.exclude], "removing excluded packages")
+
+
+_INSTALL = {"prebuilt": _install_prebuilt, "uv": _install_uv, "pip": _install_pip}
+
+
+def _probe_new(stack: Stack, host: Host, python: str, log_path: Path, env: dict[str, str]) -> dict:
+    """What the new environment's own interpreter says of it (torch
+    included); a Python that does not run, or a torch that does not
+    import, is a ProvisionError."""
+    try:
+        facts = probe(host, python, log_path, torch=True, env=env)
+    except ProbeFailed as exc:
+        raise ProvisionError(
+            f"Provisioning stack {stack.name!r} failed: the new environment's Python does not run",
+            command=exc.argv, tail=exc.tail, log_path=str(log_path),
+        ) from None
+    if "torch_error" in facts:
+        raise ProvisionError(
+            f"Provisioning stack {stack.name!r} failed: torch is installed but does not import",
+            command=[python, "-c", "import torch"], tail="\n".join(facts["torch_error"].splitlines()[-30:]),
+            log_path=str(log_path),
+        )
+    return facts
 
 
 # Run by the environment's own interpreter (with the stack's env, so the

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 
 from specdsl.apply.results import effective_of
+from specdsl.paired_result import PairedResult
 from specdsl.state import Environment
 
 
@@ -89,9 +90,9 @@ def differences_of(ix, name: str, content: dict, doc: dict | None, run, base_run
         out += _diff("stack", _env_flat(env_a), _env_flat(env_b))
         out += _diff("server", _flat(a[1]), _flat(b[1]))
     noise = _noise(b[1].get("engine", "") if b is not None else "", doc)
-    if doc and doc.get("pairs"):
-        eff = doc.get("effective", {})
-        out += _effective_diff(_flat(eff.get("A", {})), _flat(eff.get("B", {})))
+    got = PairedResult.of(doc)
+    if got and got.pairs:
+        out += _effective_diff(_flat(got.effective_of("A")), _flat(got.effective_of("B")))
     elif base_run is not None and run is not None:
         out += _effective_diff(_flat(effective_of(base_run)), _flat(effective_of(run)))
     return [d for d in out if not (d.section == "effective" and d.key in noise)]
@@ -115,8 +116,9 @@ def _noise(engine: str, doc: dict | None) -> frozenset[str]:
     from specdsl.servers import adapter_for
 
     keys = set(adapter_for(engine).volatile) if engine else set()
+    got = PairedResult.of(doc)
     for letter in ("A", "B"):
-        seen = [_flat(x["effective"]) for x in (doc or {}).get("launches", ()) if x.get("arm") == letter and x.get("effective")]
+        seen = [_flat(x.effective) for _k, x in (got.launches_of(letter) if got else ()) if x.effective]
         if len(seen) > 1:
             keys |= {k for k in set().union(*seen) if len({f.get(k) for f in seen}) > 1}
     return frozenset(keys)

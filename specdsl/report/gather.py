@@ -22,6 +22,7 @@ from specdsl.apply.repeats import said_once
 from specdsl.apply.results import document_of, effective_of
 from specdsl.apply.validity import not_read
 from specdsl.model.assert_shape import noise_key, shape_of
+from specdsl.paired_result import PairedResult
 from specdsl.report import verdicts as vlines
 from specdsl.report.differences import Difference, differences_of
 from specdsl.report.release import ReleaseFacts, release_facts
@@ -157,7 +158,8 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
     run = ix.result(name)
     bench_content = ix.content(f"benchmark.{name}")
     doc = doc_of(run, state_dir)
-    paired = bool(doc and doc.get("pairs"))
+    got = PairedResult.of(doc)
+    paired = bool(got and got.pairs)
     notes: list[str] = []
     if run is not None and doc is None:
         notes.append(f"the run folder of {run.id} ({run.folder}) is gone: runs and latency samples cannot be shown, only the medians state kept")
@@ -172,19 +174,14 @@ def experiment_view(ix: Index, name: str) -> ExperimentView:
     runs: list[RunPoint] = []
     arms: list[Arm] = []
     if paired:
-        arm_of: dict[int, tuple[str, int, int]] = {}
-        for p in doc["pairs"]:
-            for b in p["blocks"]:
-                for i in b["runs"]:
-                    arm_of[i] = (b["arm"], b.get("launch"), p["pair"])
-        ordered = sorted(doc.get("runs", ()), key=lambda r: r["index"])
+        arm_of = {i: (b.arm, b.launch, p.pair) for i, (p, b) in got.where().items()}
+        ordered = sorted(got.runs, key=lambda r: r["index"])
         for k, r in enumerate(ordered):
             arm, launch, pair = arm_of.get(r["index"], ("", None, None))
             runs.append(RunPoint(k, arm, r.get("metrics", {}).get(metric), launch, pair))
-        names = doc.get("arms", {})
         for letter in ("A", "B"):
             mine = [r for r in ordered if arm_of.get(r["index"], ("",))[0] == letter]
-            arms.append(Arm(letter, names.get(letter, baseline if letter == "A" else name), _pooled(mine)))
+            arms.append(Arm(letter, got.name(letter, baseline if letter == "A" else name), _pooled(mine)))
     else:
         parts = [("A", base_run, base_doc, baseline)] if base_run is not None else []
         parts.append(("B", run, doc, name))
@@ -218,12 +215,9 @@ def run_warnings(name: str, doc: dict | None) -> tuple[str, ...]:
     many runs said once with its count (apply.repeats.said_once)."""
     if not doc:
         return ()
-    where: dict[int, tuple[int, str]] = {}
-    for p in doc.get("pairs", ()) or ():
-        for b in p.get("blocks", ()):
-            for i in b.get("runs", ()):
-                where[i] = (p["pair"] + 1, b["arm"])
-    arms = doc.get("arms") or {}
+    got = PairedResult.of(doc)
+    where = {i: (p.pair + 1, b.arm) for i, (p, b) in got.where().items()} if got else {}
+    arms = (got.arms if got else doc.get("arms")) or {}
     lines = []
     for r in sorted(doc.get("runs", ()) or (), key=lambda x: x.get("index", 0)):
         for w in r.get("warnings", ()) or ():
@@ -238,8 +232,9 @@ def run_warnings(name: str, doc: dict | None) -> tuple[str, ...]:
 def _baseline_of(ix: Index, name: str, doc: dict | None) -> tuple[str, RunRecord | None, dict | None]:
     """(what the experiment compares against, the baseline's benchmark run
     when measured apart, its document)."""
-    if doc and doc.get("pairs"):
-        return doc.get("arms", {}).get("A", ""), None, None
+    got = PairedResult.of(doc)
+    if got and got.pairs:
+        return got.name("A"), None, None
     for addr in ix.checks_of(name):
         base = ix.content(addr).get("baseline")
         if isinstance(base, dict) and "paired" in base:
@@ -288,17 +283,18 @@ def _pair_values(expr, doc, run) -> tuple[PairValue, ...]:
     ran on."""
     from specdsl.apply.judge import blocks_of, pair_points
 
-    if not (doc and doc.get("pairs")):
+    got = PairedResult.of(doc)
+    if not (got and got.pairs):
         return ()
     shape = shape_of(expr)
     if shape.kind not in ("ratio", "absolute"):
         return ()
     _a, _b, pairs = blocks_of(doc, effective_of(run))
     out = []
-    for p, (base, cand) in zip(doc["pairs"], pair_points(shape, pairs, {})):
-        launch = {blk["arm"]: blk.get("launch") for blk in p["blocks"]}
+    for p, (base, cand) in zip(got.pairs, pair_points(shape, pairs, {})):
+        launch = p.launches()
         value = cand / base if shape.kind == "ratio" else cand
-        out.append(PairValue(p["pair"], launch.get("A"), launch.get("B"), base, cand, value))
+        out.append(PairValue(p.pair, launch.get("A"), launch.get("B"), base, cand, value))
     return tuple(out)
 
 
@@ -312,7 +308,7 @@ def _points(expr, doc, run, base_run, base_doc) -> tuple[float, ...]:
     def value(term, mine, base) -> float:
         return float(checks.evaluate(term, mine, base, {}, []))
 
-    if doc and doc.get("pairs"):
+    if (got := PairedResult.of(doc)) and got.pairs:
         if shape.kind not in ("ratio", "difference", "absolute"):
             return ()
         _a, _b, pairs = blocks_of(doc, effective_of(run))

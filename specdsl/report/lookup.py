@@ -15,6 +15,7 @@ from pathlib import Path
 import attrs
 
 from specdsl.diag import did_you_mean
+from specdsl.paired_result import PairedResult
 from specdsl.report import collections
 from specdsl.report.gather import Index, doc_of, experiment_view
 from specdsl.state import State
@@ -79,7 +80,8 @@ def _arm_of(ix: Index, name: str) -> str | None:
     for r in reversed(ix.state.runs):
         if r.status == "completed" and r.step.startswith("benchmark.") and r.folder:
             doc = doc_of(r, ix.state_dir)
-            if doc and doc.get("pairs") and (doc.get("arms") or {}).get("A") == name:
+            got = PairedResult.of(doc)
+            if got and got.pairs and got.name("A", None) == name:
                 return r.experiment
     return None
 

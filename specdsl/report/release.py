@@ -18,6 +18,7 @@ from typing import Any
 import attrs
 
 from specdsl.apply.results import effective_of
+from specdsl.paired_result import PairedResult
 
 
 @attrs.frozen
@@ -86,15 +87,14 @@ def release_facts(ix, name: str, run, doc: dict | None, base_run) -> ReleaseFact
     content = ix.content(f"benchmark.{name}")
     workload = _flat({k: v for k, v in (content.get("workload") or {}).items()})
     arms: list[ArmFacts] = []
-    paired = bool(doc and doc.get("pairs"))
+    got = PairedResult.of(doc)
+    paired = bool(got and got.pairs)
     planned = content.get("arms") if isinstance(content.get("arms"), dict) else None
     if paired and planned:
-        names = doc.get("arms", {})
         for letter, side in (("A", "baseline"), ("B", "candidate")):
-            launches = [x for x in doc.get("launches", ()) if x.get("arm") == letter]
-            argv = tuple(launches[-1].get("argv", ())) if launches else ()
-            effective = (doc.get("effective") or {}).get(letter) or {}
-            arms.append(_arm(ix, letter, names.get(letter, side), planned[side], argv, effective))
+            launches = got.launches_of(letter)
+            argv = tuple(launches[-1][1].argv or ()) if launches else ()
+            arms.append(_arm(ix, letter, got.name(letter, side), planned[side], argv, got.effective_of(letter)))
     else:
         for letter, r, who in (("A", base_run, base_run.experiment if base_run is not None else ""), ("B", run, name)):
             if r is None:
@@ -108,9 +108,9 @@ def release_facts(ix, name: str, run, doc: dict | None, base_run) -> ReleaseFact
             arms.append(_arm(ix, letter, who, planned_arm, argv, effective_of(r)))
     specdsl_version = str((doc or {}).get("specdsl", ""))
     per_pair = None
-    if run is not None and paired and doc.get("pairs"):
+    if run is not None and paired:
         took = _seconds(run.started, run.finished)
-        per_pair = took / len(doc["pairs"]) if took is not None and took > 0 else None
+        per_pair = took / len(got.pairs) if took is not None and took > 0 else None
     provision = str((planned or {}).get("candidate", {}).get("provision", "")) if planned else \
         str((ix.launches.get(content.get("launch", "")).content_dict() if content.get("launch") in ix.launches else {}).get("provision", ""))
     return ReleaseFacts(tuple(workload), tuple(arms), tuple(_host(ix, name, run, provision)), specdsl_version,

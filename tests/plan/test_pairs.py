@@ -49,3 +49,31 @@ def test_sharing_groups_are_benchmarks_of_one_key_in_plan_order():
     assert groups == {"benchmark.fix": ("benchmark.fix", "benchmark.up"),
                       "benchmark.up": ("benchmark.fix", "benchmark.up")}
     assert sharing_groups({"benchmark.alone": "k1"}) == {}
+
+
+def test_the_plan_carries_the_shared_groups_the_walk_measures(tmp_path):
+    """The groups sharing the baseline's launches are the plan's decision
+    (Change.shares), kept by the plan file, which the walk reads
+    (apply.steps.paired.sharing_followers) instead of grouping again; a
+    comparison that continues recorded pairs shares nothing."""
+    from plan_helpers import applied_state, plan_for, resolve_text
+
+    from specdsl.plan.planfile import read_plan, write_plan
+
+    spec = ('stack "s" {\n  python = "3.11"\n}\nserver "m" {\n  engine = "sglang"\n  model = "m"\n}\n'
+            'workload "w" {\n  requests = 4\n  concurrency = 2\n  runs = 2\n  max_runs = 4\n}\n'
+            'experiment "base" {\n  stack = stack.s\n  server = server.m\n  workload = workload.w\n}\n')
+    for name, value in (("up", "8"), ("fix", "16")):
+        spec += (f'experiment "{name}" {{\n  stack = stack.s\n  server = server.m {{ args = {{ max-running-requests = {value} }} }}\n'
+                 '  workload = workload.w\n  baseline = experiment.base\n'
+                 '  assert "faster" { output_throughput >= baseline.output_throughput }\n}\n')
+    graph, plan = plan_for(resolve_text(tmp_path, spec))
+    group = ("benchmark.fix", "benchmark.up")
+    assert plan.change("benchmark.up").shares == plan.change("benchmark.fix").shares == group
+    assert plan.change("provision.s").shares == ()
+    write_plan(tmp_path / "p.plan.toml", plan)
+    assert read_plan(tmp_path / "p.plan.toml").change("benchmark.up").shares == group
+    _, again = plan_for(resolve_text(tmp_path, spec), applied_state(graph), rerun=True)
+    assert again.change("benchmark.up").shares == group  # --rerun: measured from nothing again
+    _, done = plan_for(resolve_text(tmp_path, spec), applied_state(graph))
+    assert done.change("benchmark.up").shares == ()  # nothing runs

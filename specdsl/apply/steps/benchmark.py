@@ -22,6 +22,7 @@ from specdsl.apply.steps.common import (command_stack, completed, localize, loca
 from specdsl.bench.datasets import local_dataset
 from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled, host_key
+from specdsl.paired_result import PairedResult
 from specdsl.plan.model import Action
 from specdsl.servers import jit as server_jit
 
@@ -135,10 +136,11 @@ class Benchmark:
         validity.note_left_out(ctx, doc)  # pairs with an invalid run: no verdict reads them
         bursts.note_remeasured(ctx, doc)  # runs a burst hit, measured again
         summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
-        dropped = sum(1 for x in doc["launches"] if x.get("dropped"))
-        line = (f"{len(doc['pairs'])} pairs, {len(doc['launches'])} launches"
+        result = PairedResult.of(doc)
+        dropped = sum(1 for x in result.launches if x.dropped)
+        line = (f"{len(result.pairs)} pairs, {len(result.launches)} launches"
                 + (f" ({dropped} dropped: did not settle)" if dropped else "") + f"; candidate {summary}"
-                + (f"; stopped: {doc['stopped']}" if doc.get("stopped") else ""))
+                + (f"; stopped: {result.stopped}" if result.stopped else ""))
         return completed(ctx, line, str(ctx.folder))
 
 

@@ -11,6 +11,7 @@ from specdsl.apply.context import StepContext
 from specdsl.apply.outcome import Outcome, Reason, Status
 from specdsl.bench.validity import valid_document
 from specdsl.apply.results import baseline_results, document_of, effective_of, load_results, per_run
+from specdsl.paired_result import PairedResult
 from specdsl.state import new_run_id, utc_now
 from specdsl.verdict.record import Verdict
 
@@ -25,7 +26,7 @@ class Check:
         env = {f"var.{k}": v for k, v in walk.variables.items()}
         env.update({f"matrix.{k}": v for k, v in exp.matrix})
         doc = document_of(run, state_dir) if run is not None and "paired" in bench_step.payload else None
-        if doc is not None and doc.get("pairs"):
+        if (typed := PairedResult.of(doc)) is not None and typed.pairs:
             base, cand, pairs = judge.blocks_of(doc, effective_of(run))
             measured, adaptive = judge.Measured(cand, base, pairs, client_bound=judge.client_bound_of(doc),
                                                 cache_mismatch=cache_hits.mismatch(doc)), True
@@ -46,7 +47,7 @@ class Check:
         measured = attrs.evolve(measured, every_run=counts.every_run(raw))  # `failed == 0` reads invalid runs too
         verdict = judge.judge_experiment(exp, measured, env, adaptive=adaptive)[assertion.name]
         if not counts.reads_every_run(assertion.expr):
-            verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool(raw and raw.get("pairs")))
+            verdict = validity.annotate(verdict, *validity.not_read(raw), paired=bool((got := PairedResult.of(raw)) and got.pairs))
         verdict = validity.stopped_verdict(verdict, raw)  # launches that did not settle stopped the pairs
         verdict = budget.annotate(verdict, raw)  # stopped by its budget: what a decision would still cost
         with walk.mutex:

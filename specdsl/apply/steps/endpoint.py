@@ -25,6 +25,7 @@ from specdsl.bench.datasets import local_dataset
 from specdsl.bench.tokenizer_choice import tokenizer_for
 from specdsl.hosts import Cancelled
 from specdsl.model.endpoint import identity_changes, recorded_identity, shown
+from specdsl.paired_result import PairedResult
 from specdsl.servers.endpoint import EndpointError, authorization, base_url, probe
 
 
@@ -109,10 +110,8 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     one run each, no launches), read by the verdicts as any pairs are.
     Recorded pairs are continued only while both servers still report
     what they were recorded against."""
-    from specdsl.apply.steps import paired
     from specdsl.graph.build import ENDPOINT_PAIR_DESIGN
     from specdsl.graph.pairs import BASELINE, CANDIDATE, arm_order
-    from specdsl.model.endpoint import BASELINE_PREFIX, EFFECTIVE_PREFIX
     from specdsl.plan.looks import first_pairs, looks_of, schedule_for
 
     walk, step = ctx.walk, ctx.step
@@ -120,30 +119,18 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     arms = {BASELINE: base.server, CANDIDATE: exp.server}
     names = {BASELINE: base.name, CANDIDATE: exp.name}
     ctx.begin()
-    reports = {}
-    for letter, server in arms.items():
-        ctx.progress(f"asking the server at {shown(server.url)} (arm {letter}, {names[letter]}) what it is (nothing is launched)")
-        try:
-            reports[letter] = probe(server)
-        except EndpointError as exc:
-            raise StepFailed(f"existing server (arm {letter}, {names[letter]}): {exc}") from None
-    recorded = ctx.writer.state.result(step.identity)
-    same = recorded is not None and not any(
-        identity_changes(recorded_identity(recorded.effective, prefix), reports[letter].identity)
-        for letter, prefix in ((BASELINE, BASELINE_PREFIX), (CANDIDATE, EFFECTIVE_PREFIX)))
-    prior = paired.prior_pairs(ctx) if same and not walk.plan.rerun else {}
-    if prior.get("design") != ENDPOINT_PAIR_DESIGN:
-        prior = {}
+    reports = _reports(ctx, arms, names)
+    prior, got = _continued(ctx, reports)
     workload = exp.workload
     if workload.prefix_cache is None:
         workload = attrs.evolve(workload, prefix_cache="warm")  # servers others use: their caches are not emptied
     w_run = attrs.evolve(workload, runs=1, warmup=0, warmup_time=None, warmup_tolerance=None,
                          dataset=local_dataset(workload.dataset, walk.spec_dir))
-    looks = dict(prior.get("looks") or looks_of(workload, 1))
+    looks = dict(got.looks or looks_of(workload, 1))
     budget = schedule_for(workload, looks, max(0, walk.plan.more)).max
     first = first_pairs(workload, looks)
-    runs = [bench.RunResult.from_json(r) for r in prior.get("runs", ())]
-    pairs = [p for p in prior.get("pairs", ()) if len(p.get("blocks", ())) == 2]
+    runs = [bench.RunResult.from_json(r) for r in got.runs]
+    pairs = [p.to_json() for p in got.complete_pairs()]
     folder = ctx.new_run()
     warned: list[str] = []
     adapters = {}
@@ -159,7 +146,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
         return {"runs": [r.to_json() for r in runs if r.index in keep], "pairs": pairs, "arms": names, "launches": [],
                 "effective": secrets.redact_tree({k: reports[k].effective for k in arms}, _all_secrets(arms)),
                 "design": ENDPOINT_PAIR_DESIGN, "looks": looks, "side_by_side": False, "specdsl": __version__,
-                "unit": "run"} | ({"continued": len(prior.get("pairs", ()))} if prior else {})
+                "unit": "run"} | ({"continued": len(got.pairs)} if prior else {})
 
     def measure(letter: str, i: int, sub: str, wl) -> list:
         server = arms[letter]
@@ -180,18 +167,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
 
     try:
         if workload.warmup > 0:  # once per server: there is no launch to warm up after
-            for letter in (BASELINE, CANDIDATE):
-                server = arms[letter]
-                ctx.progress(f"arm {letter} ({names[letter]}): warming up, {workload.warmup} requests")
-                w_warm = attrs.evolve(w_run, warmup=workload.warmup)
-                try:
-                    got = bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
-                                        quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, walk.spec_dir),
-                                        stop=ctx.stop, authorization=authorization(server))
-                    rates[letter] = float(got.get("peak_rate") or 0.0)
-                except bench.BenchError as exc:
-                    raise StepFailed(f"arm {letter}, existing server at {shown(server.url)}: warm-up: "
-                                     f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
+            rates.update(_warm_up(ctx, arms, names, adapters, attrs.evolve(w_run, warmup=workload.warmup), folder))
         i = len(pairs)
         while i < first or (i < budget and decide_more(doc())):
             blocks = []
@@ -212,6 +188,58 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
     summary = ", ".join(f"{k} {metrics[k]:.4g}" for k in ("output_throughput", "median_ttft_ms") if k in metrics)
     return completed(ctx, f"{len(pairs)} pairs of runs (ABBA) on two servers already running, nothing launched; "
                           f"candidate {summary}", str(folder))
+
+
+def _reports(ctx: StepContext, arms: dict, names: dict) -> dict:
+    """What each arm's server already running says it is (nothing is launched)."""
+    reports = {}
+    for letter, server in arms.items():
+        ctx.progress(f"asking the server at {shown(server.url)} (arm {letter}, {names[letter]}) what it is (nothing is launched)")
+        try:
+            reports[letter] = probe(server)
+        except EndpointError as exc:
+            raise StepFailed(f"existing server (arm {letter}, {names[letter]}): {exc}") from None
+    return reports
+
+
+def _continued(ctx: StepContext, reports: dict) -> tuple[dict, PairedResult]:
+    """(the recorded result to continue, as its document and typed): the
+    pairs an earlier apply recorded, while both servers still report what
+    they were recorded against and no --rerun; else ({}, no pairs)."""
+    from specdsl.apply.steps import paired
+    from specdsl.graph.build import ENDPOINT_PAIR_DESIGN
+    from specdsl.graph.pairs import BASELINE, CANDIDATE
+    from specdsl.model.endpoint import BASELINE_PREFIX, EFFECTIVE_PREFIX
+
+    recorded = ctx.writer.state.result(ctx.step.identity)
+    same = recorded is not None and not any(
+        identity_changes(recorded_identity(recorded.effective, prefix), reports[letter].identity)
+        for letter, prefix in ((BASELINE, BASELINE_PREFIX), (CANDIDATE, EFFECTIVE_PREFIX)))
+    prior = paired.prior_pairs(ctx) if same and not ctx.walk.plan.rerun else {}
+    got = PairedResult.of(prior)
+    if got is None or got.design != ENDPOINT_PAIR_DESIGN:
+        return {}, PairedResult((), ())
+    return prior, got
+
+
+def _warm_up(ctx: StepContext, arms: dict, names: dict, adapters: dict, w_warm, folder) -> dict[str, float]:
+    """Each arm's server warmed up once, baseline first (`w_warm`'s warm-up
+    requests): arm -> the most requests a second it reached."""
+    from specdsl.graph.pairs import BASELINE, CANDIDATE
+
+    rates = {}
+    for letter in (BASELINE, CANDIDATE):
+        server = arms[letter]
+        ctx.progress(f"arm {letter} ({names[letter]}): warming up, {w_warm.warmup} requests")
+        try:
+            got = bench.warm_up(w_warm, base_url(server), server.model, folder / f"warmup-{letter}",
+                                quirks=adapters[letter].quirks, tokenizer=tokenizer_for(w_warm, server.model, ctx.walk.spec_dir),
+                                stop=ctx.stop, authorization=authorization(server))
+            rates[letter] = float(got.get("peak_rate") or 0.0)
+        except bench.BenchError as exc:
+            raise StepFailed(f"arm {letter}, existing server at {shown(server.url)}: warm-up: "
+                             f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
+    return rates
 
 
 def _record_pairs(ctx: StepContext, doc: dict, reports: dict) -> dict:
