@@ -49,7 +49,11 @@ chunk that arrives meanwhile is stamped that late. So a round is also
 unbalanced when its runs' worst timer lags differ by more than
 `LAG_TOLERANCE` (1%) of the round's mean run duration: 12 ms on the
 story's 1.2 s runs, where the verdicts' margins are 2%; 1.8 s on a
-3-minute run, which no wake-up lag reaches. The lag is the client's own
+3-minute run, which no wake-up lag reaches; and never less than
+`LAG_FLOOR_MS` (5 ms): on runs of a few tens of milliseconds (the test
+doubles' runs) 1% is a fraction of a millisecond, which the loop's own
+timer jitter crosses in every round, so that every round would be
+measured again for nothing a verdict can tell apart. The lag is the client's own
 process waiting for a CPU or for its loop (what the machine did to it),
 the same work for every arm of a round (the same prompts, the same
 tokens); the scale is the round's, not one arm's. Runs without a client
@@ -65,6 +69,7 @@ TOLERANCE = 0.25
 RETRIES = 3  # measurements of a round after its first, at most
 KEPT = "burst: kept unbalanced"
 LAG_TOLERANCE = 0.01  # of the round's mean run duration: the client's worst timer lags further apart are a burst
+LAG_FLOOR_MS = 5.0  # and at least this far apart: a timer's own jitter is not a burst
 
 
 def measure_of(hosts) -> str:
@@ -101,13 +106,14 @@ def round_record(host: dict[str, Any] | None, runs=()) -> dict[str, Any]:
 def lag_unbalanced(records: dict[str, dict[str, Any] | None]) -> dict[str, str]:
     """The client's lag of a round (`records`: arm -> round_record): when
     its runs' worst timer lags differ by more than LAG_TOLERANCE of the
-    round's mean run duration, arm -> why its run is invalid, else {}."""
+    round's mean run duration (and LAG_FLOOR_MS), arm -> why its run is
+    invalid, else {}."""
     lags = {arm: (r or {}).get("client_lag_ms") for arm, r in records.items()}
     spans = [float((r or {}).get("run_s") or 0.0) for r in records.values()]
     if len(lags) < 2 or any(x is None for x in lags.values()) or not all(x > 0 for x in spans):
         return {}
     scale = sum(spans) / len(spans)
-    limit = LAG_TOLERANCE * scale * 1000.0
+    limit = max(LAG_TOLERANCE * scale * 1000.0, LAG_FLOOR_MS)
     quiet_arm = min(lags, key=lambda a: (lags[a], a))
     hit = sorted(arm for arm, x in lags.items() if x > lags[quiet_arm] + limit)
     if not hit:
@@ -116,7 +122,8 @@ def lag_unbalanced(records: dict[str, dict[str, Any] | None]) -> dict[str, str]:
     def burst(arm: str) -> str:
         return (f"a burst of other work: the client's event loop ran a timer {lags[arm]:.1f} ms late during it, "
                 f"{lags[quiet_arm]:.1f} ms at most during arm {quiet_arm}'s run of its round (more than "
-                f"{LAG_TOLERANCE:.0%} of the round's {scale:.3g} s runs apart: {limit:.1f} ms)")
+                f"{LAG_TOLERANCE:.0%} of the round's {scale:.3g} s runs apart, and at least {LAG_FLOOR_MS:g} ms: "
+                f"{limit:.1f} ms)")
 
     return {arm: (burst(arm) + "; its round is measured again") if arm in hit else
             f"its round was measured again: arm {hit[0]}'s run beside it was hit by {burst(hit[0])}" for arm in lags}
