@@ -64,9 +64,11 @@ def _classes() -> dict[str, type]:
     from specdsl.model import ast, config
     from specdsl.plan import cost as plan_cost
     from specdsl.plan import model as plan_model
+    from specdsl.plan import reasons as plan_reasons
 
     out: dict[str, type] = {}
-    for module in (config, ast, diag, steps, plan_model, plan_cost):  # plan_cost: a plan's costs and undecided verdicts
+    # plan_cost: a plan's costs and undecided verdicts; plan_reasons: the code of each change's decision (Change.why)
+    for module in (config, ast, diag, steps, plan_model, plan_cost, plan_reasons):
         for name, value in vars(module).items():
             if isinstance(value, type) and value.__module__ == module.__name__ and (
                     attrs.has(value) or issubclass(value, enum.Enum)):
