@@ -88,15 +88,18 @@ def test_a_server_that_settles_after_its_cold_requests_is_warmed_then_measured(t
     assert "the first launch of stack sys on host local is cold (no JIT cache recorded there" in plan(tmp_path)
     done = apply(tmp_path, spec(settles, settles), "--target", "cand", "--json")
     out = json.loads(done.stdout)
-    assert out["dropped_launches"] == 0 and out["invalid_runs"] == 0, done.stderr[-3000:]
     doc = result_of(tmp_path)
+    # no launch dropped and no run invalid for a compile or a cold start; a round that a
+    # burst of other work hit is measured again (specdsl.bench.bursts), its runs invalid for that alone
+    bursts = [r["invalid"] for r in doc["runs"] if r.get("invalid")]
+    assert out["dropped_launches"] == 0 and out["invalid_runs"] == len(bursts), done.stderr[-3000:]
+    assert all("burst of other work" in why for why in bursts), bursts
     assert len(doc["pairs"]) == 2
     for launch in doc["launches"]:
         warm = launch["warmup"]
         assert warm["settled"] is True and warm["requests"] > 12, warm  # the cold ones all went to the warm-up
         assert warm["jit_lines"] == 1 and "double_kernel" in warm["jit"][0]  # its compile, before the agreeing slices
         assert "dropped" not in launch
-    assert all(not r.get("invalid") for r in doc["runs"])
     verdict = next(v for v in out["verdicts"] if v["assertion"] == "faster")
     # the same server on both arms: never a FAIL (an ERROR where a busy machine made the client late)
     assert verdict["verdict"] != "fail", verdict
