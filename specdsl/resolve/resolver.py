@@ -274,13 +274,14 @@ class _Resolver:
         value = item.value
         ref = getattr(value, "ref", value)  # an override: the block it changes
         parts = getattr(ref, "parts", None)
-        if not parts or len(parts) != 2 or parts[0] != "server":
-            return False
+        if not parts or len(parts) != 2 or parts[0] != "server" or parts[1] not in self.blocks.get("server", {}):
+            return False  # no such server block: the reference's own error says so
         raw = self.raw("server", parts[1])
         if raw is None:
             return False
         body = getattr(value, "body", ()) or ()
         return "url" in raw.values or any(getattr(i, "name", None) == "url" for i in body)
+
     def search_of(self, attrs_: dict, asserts) -> config.Search | None:
         """The experiment's `search = { over = "concurrency", from = 1, to = 64 }`
         (`step`: the resolution, default 1), or None after saying why not."""

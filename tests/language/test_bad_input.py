@@ -227,3 +227,16 @@ def test_form_feed_does_not_shift_the_shown_line(tmp_path, capsys):
     code, err = run_cli(capsys, "validate", str(path))
     assert code == 1 and first_error(err)["line"] == "3"
     assert "   3 |   requests = 0" in err
+
+
+def test_an_experiment_naming_an_undeclared_server_without_a_stack(tmp_path, capsys):
+    """The stack rule asks whether the experiment's server is one already
+    running (`url`): of a server that is not declared (a typo, or an
+    import that was not found) it raised KeyError, a traceback (found by
+    test_properties' mutated specs)."""
+    path = tmp_path / "m.spec"
+    path.write_text('experiment "e" {\n  server   = server.qwen\n  workload = workload.w\n}\n')
+    code, err = run_cli(capsys, "validate", str(path))
+    assert code == 1
+    assert f"{path}:2:14: error: Unknown server `qwen`" in err or ":2:14: error: Unknown server `qwen`" in err, err
+    assert ":1:12: error: Experiment `e` needs a stack" in err, err
