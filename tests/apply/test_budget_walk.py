@@ -65,7 +65,7 @@ def _result(folder: Path) -> dict:
 
 
 BUDGET_LINE = re.compile(r"budget reached: (\d+) of (\d+) launches; a decision at this margin would still cost "
-                         r"(?:about|more than) (\d+) more pairs \((\d+) launches, ~[0-9.]+ (?:s|min|h)\)")
+                         r"(?:about|more than) (\d+) more pairs? \((\d+) launches, ~[0-9.]+ (?:s|min|h)\)")
 
 
 def test_apply_stops_at_the_budget_and_continues_when_it_is_raised(tmp_path):
