@@ -158,6 +158,13 @@ class BenchResult:
         """Each run's warnings, as `run N: ...`."""
         return [f"run {r.index}: {w}" for r in self.runs for w in r.warnings]
 
+    def peak_rate(self) -> float:
+        """The most requests a second any of its runs sent (completed and
+        failed, over its duration; 0 without one): what a later call on
+        the same server takes as its `rate_hint` (specdsl.bench.loadgen)."""
+        return max([(r.metrics.get("completed", 0.0) + r.metrics.get("failed", 0.0)) / r.metrics["duration"]
+                    for r in self.runs if r.metrics.get("duration")] + [0.0])
+
 
 def describe_failures(failures: dict[str, int]) -> str:
     """`'http 422: ...' x3; timeout after 5s x1`, most frequent first."""

@@ -183,14 +183,22 @@ def in_seconds(expr):
 
 def reads_baseline(expr) -> bool:
     """Whether `expr` reads a `baseline.*` measurement anywhere."""
-    if isinstance(expr, ast.Ref):
-        return expr.parts[0] == "baseline"
-    if isinstance(expr, ast.BinOp):
-        return reads_baseline(expr.left) or reads_baseline(expr.right)
-    if isinstance(expr, (ast.Not, ast.Neg)):
-        return reads_baseline(expr.operand)
-    if isinstance(expr, ast.Call):
-        return any(reads_baseline(a) for a in expr.args)
+    return reads_root(expr, "baseline")
+
+
+def reads_root(expr, root: str) -> bool:
+    """Whether `expr` reads a reference `ROOT.*` anywhere (`baseline`, `search`)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, ast.Ref) and e.parts[0] == root:
+            return True
+        if isinstance(e, ast.BinOp):
+            stack.extend((e.left, e.right))
+        elif isinstance(e, (ast.Not, ast.Neg)):
+            stack.append(e.operand)
+        elif isinstance(e, ast.Call):
+            stack.extend(e.args)
     return False
 
 

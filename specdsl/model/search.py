@@ -24,23 +24,12 @@ import math
 
 import attrs
 
-from specdsl.model import ast
+from specdsl.model.assert_shape import reads_root
 
 
 def reads_search(expr) -> bool:
     """Whether an assertion's expression reads `search.X` (the search's answer)."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, ast.Ref) and e.parts[0] == "search":
-            return True
-        if isinstance(e, ast.BinOp):
-            stack.extend((e.left, e.right))
-        elif isinstance(e, (ast.Not, ast.Neg)):
-            stack.append(e.operand)
-        elif isinstance(e, ast.Call):
-            stack.extend(e.args)
-    return False
+    return reads_root(expr, "search")
 
 
 def slo_asserts(exp) -> tuple:

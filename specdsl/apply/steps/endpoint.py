@@ -161,8 +161,7 @@ def run_pairs(ctx: StepContext, decide_more) -> Outcome:
             raise StepFailed(f"pair {i + 1} arm {letter}, existing server at {shown(server.url)}: "
                              f"{secrets.redact(str(exc), _secrets(server))}", str(folder)) from None
         warned.extend(f"{ctx.addr} pair {i + 1} arm {letter} ({names[letter]}): {w}" for w in result.warnings())
-        rates[letter] = max([rates.get(letter, 0.0)] + [r.metrics.get("completed", 0.0) / r.metrics["duration"]
-                                                        for r in result.runs if r.metrics.get("duration")])
+        rates[letter] = max(rates.get(letter, 0.0), result.peak_rate())
         return list(result.runs)
 
     try:

@@ -504,8 +504,7 @@ class _PairedWalk:
             watch.close()
         validity.raise_if_lost(watch, f"pair {i + 1} arm {letter} ({arm.name}): ", sub)
         seen = load.stop()
-        self.rates[n] = max([self.rates.get(n, 0.0)] + [r.metrics.get("completed", 0.0) / r.metrics["duration"]
-                                                        for r in result.runs if r.metrics.get("duration")])
+        self.rates[n] = max(self.rates.get(n, 0.0), result.peak_rate())
         result = attrs.evolve(result, runs=tuple(attrs.evolve(r, host=seen) for r in result.runs))
         self.launched[n].setdefault("run_s", []).append(round(time.monotonic() - began, 3))  # what a run costs (plan, calibrate)
         for w in result.warnings():  # e.g. client-bound, short outputs (specdsl.bench): named by pair and arm
